@@ -1,0 +1,49 @@
+"""One JSON error shape for the API: `{"errors": ["path: message", ...]}` (plus DRF's `detail`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import ProtectedError
+from rest_framework import status
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from ..services import RecipeConflict
+from ..validators import RecipeRejected
+
+
+def flatten_errors(detail: Any, path: str = "") -> list[str]:
+    """Turn DRF's nested error detail into `path: message` strings."""
+    if isinstance(detail, dict):
+        out = []
+        for key, value in detail.items():
+            sub = path if key == "non_field_errors" else (f"{path}.{key}" if path else str(key))
+            out += flatten_errors(value, sub)
+        return out
+    if isinstance(detail, list):
+        if all(not isinstance(d, dict | list) for d in detail):
+            return [f"{path or '$'}: {d}" for d in detail]
+        out = []
+        for i, value in enumerate(detail):
+            out += flatten_errors(value, f"{path}[{i}]")
+        return out
+    return [f"{path or '$'}: {detail}"]
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """Answer domain errors with a clear JSON body; leave the rest to DRF."""
+    if isinstance(exc, RecipeRejected):
+        return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, RecipeConflict):
+        return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, ProtectedError):
+        return Response(
+            {"errors": ["$: it is still used by runs or recipes and cannot be deleted"]},
+            status=status.HTTP_409_CONFLICT,
+        )
+    response = drf_exception_handler(exc, context)
+    if response is not None and isinstance(exc, ValidationError):
+        response.data = {"errors": flatten_errors(exc.detail)}
+    return response

@@ -1,0 +1,85 @@
+"""Input and output shapes of the recipes API."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from rest_framework import serializers
+
+from ..models import Actor, Recipe, RecipeVersion
+
+
+class ActorSerializer(serializers.ModelSerializer):
+    group = serializers.SlugRelatedField(
+        slug_field="name", queryset=Group.objects.all(), required=False, allow_null=True
+    )
+
+    class Meta:
+        model = Actor
+        fields = [
+            "id", "name", "kind", "provider", "model", "base_url", "api_key_env",
+            "params", "timeout_s", "group", "config",
+        ]
+
+    def validate(self, attrs: dict) -> dict:
+        def current(name: str, default: object = None) -> object:
+            return attrs.get(name, getattr(self.instance, name, default))
+
+        kind = current("kind", Actor.Kind.LLM)
+        if kind == Actor.Kind.HUMAN and not current("group"):
+            raise serializers.ValidationError({"group": "A human actor needs a reviewer group."})
+        if kind == Actor.Kind.LLM and not current("provider"):
+            raise serializers.ValidationError({"provider": "An LLM actor needs a provider."})
+        return attrs
+
+
+class VersionSerializer(serializers.ModelSerializer):
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = RecipeVersion
+        fields = ["number", "note", "created_by", "created_at"]
+
+
+class RecipeSummarySerializer(serializers.ModelSerializer):
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    latest_version = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Recipe
+        fields = ["slug", "name", "description", "owner", "revision", "latest_version", "updated_at"]
+
+    def get_latest_version(self, recipe: Recipe) -> int | None:
+        version = recipe.latest_version
+        return version.number if version else None
+
+
+class RecipeUpdateInput(serializers.Serializer):
+    document = serializers.JSONField()
+    revision = serializers.IntegerField(required=False, min_value=1)
+
+    def validate_document(self, value: object) -> object:
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("a recipe document is a JSON object")
+        return value
+
+
+class RecipePatchInput(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False)
+    description = serializers.CharField(required=False, allow_blank=True)
+    shared_with_users = serializers.SlugRelatedField(
+        slug_field="username", queryset=get_user_model().objects.all(), many=True, required=False
+    )
+    shared_with_groups = serializers.SlugRelatedField(
+        slug_field="name", queryset=Group.objects.all(), many=True, required=False
+    )
+
+
+class PublishInput(serializers.Serializer):
+    note = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
+
+
+class ImportOutput(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    warnings = serializers.ListField(child=serializers.CharField())

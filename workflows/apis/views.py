@@ -1,0 +1,208 @@
+"""The recipes API (DESIGN.md §5): actors, recipes CRUD, import, export, publish, lint."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import permissions, status, viewsets
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.parsers import FileUploadParser, JSONParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import selectors, services
+from ..adapters import document_from_recipe
+from ..models import Recipe
+from .serializers import (
+    ActorSerializer,
+    ImportOutput,
+    PublishInput,
+    RecipePatchInput,
+    RecipeSummarySerializer,
+    RecipeUpdateInput,
+    VersionSerializer,
+)
+
+
+class IsStaffOrReadOnly(permissions.BasePermission):
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        if request.method in permissions.SAFE_METHODS:
+            return bool(request.user and request.user.is_authenticated)
+        return bool(request.user and request.user.is_staff)
+
+
+class ActorViewSet(viewsets.ModelViewSet):
+    """Actors are shared by everyone; only staff change them. API keys stay in env vars."""
+
+    serializer_class = ActorSerializer
+    permission_classes = [IsStaffOrReadOnly]
+    queryset = selectors.actors_list()
+
+
+def _recipe_for(request: Request, slug: str, *, perm: str = "workflows.change_recipe") -> Recipe:
+    recipe = selectors.recipe_get(user=request.user, slug=slug)
+    if not request.user.has_perm(perm, recipe):
+        raise PermissionDenied("You may not change this recipe.")
+    return recipe
+
+
+def _recipe_detail(recipe: Recipe) -> dict:
+    return {
+        **RecipeSummarySerializer(recipe).data,
+        "shared_with_users": [u.username for u in recipe.shared_with_users.all()],
+        "shared_with_groups": [g.name for g in recipe.shared_with_groups.all()],
+        "versions": VersionSerializer(recipe.versions.all(), many=True).data,
+        "document": document_from_recipe(recipe),
+    }
+
+
+def _import_data(request: Request) -> str | bytes | dict:
+    upload = request.FILES.get("file")
+    if upload is not None:
+        return upload.read()
+    if isinstance(request.data, dict) and "file" not in request.data:
+        return dict(request.data)
+    raise ValidationError({"file": "send the recipe as a JSON body, or upload it as 'file'"})
+
+
+class RecipeListApi(APIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("q", str, description="search in name, slug, description")],
+        responses=RecipeSummarySerializer(many=True),
+    )
+    def get(self, request: Request) -> Response:
+        recipes = selectors.recipes_visible_to(request.user)
+        if q := request.query_params.get("q", "").strip():
+            from django.db.models import Q
+
+            recipes = recipes.filter(
+                Q(name__icontains=q) | Q(slug__icontains=q) | Q(description__icontains=q)
+            )
+        return Response(RecipeSummarySerializer(recipes, many=True).data)
+
+    @extend_schema(request=dict, responses={201: ImportOutput})
+    def post(self, request: Request) -> Response:
+        """Create a recipe from a format-v1 document."""
+        result = services.recipe_import(user=request.user, data=_import_data(request))
+        return Response(
+            {"slug": result.recipe.slug, "name": result.recipe.name, "warnings": result.warnings},
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class RecipeDetailApi(APIView):
+    def get(self, request: Request, slug: str) -> Response:
+        return Response(_recipe_detail(selectors.recipe_get(user=request.user, slug=slug)))
+
+    @extend_schema(request=RecipeUpdateInput)
+    def put(self, request: Request, slug: str) -> Response:
+        """Replace the draft; send the `revision` you edited to be told of a conflicting save."""
+        recipe = _recipe_for(request, slug)
+        data = RecipeUpdateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        warnings = services.recipe_update(
+            recipe=recipe,
+            document=data.validated_data["document"],
+            expected_revision=data.validated_data.get("revision"),
+        )
+        return Response({**_recipe_detail(recipe), "warnings": warnings})
+
+    @extend_schema(request=RecipePatchInput)
+    def patch(self, request: Request, slug: str) -> Response:
+        """Rename, describe, or share the recipe."""
+        recipe = _recipe_for(request, slug)
+        data = RecipePatchInput(data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        fields = data.validated_data
+        for name in ("name", "description"):
+            if name in fields:
+                setattr(recipe, name, fields[name])
+        recipe.save()
+        if "shared_with_users" in fields or "shared_with_groups" in fields:
+            services.recipe_share(
+                recipe=recipe,
+                users=fields.get("shared_with_users", list(recipe.shared_with_users.all())),
+                groups=fields.get("shared_with_groups", list(recipe.shared_with_groups.all())),
+            )
+        return Response(_recipe_detail(recipe))
+
+    def delete(self, request: Request, slug: str) -> Response:
+        services.recipe_delete(recipe=_recipe_for(request, slug, perm="workflows.delete_recipe"))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class RecipeImportApi(APIView):
+    parser_classes = [JSONParser, MultiPartParser, FileUploadParser]
+
+    @extend_schema(
+        parameters=[OpenApiParameter("replace", bool, description="replace an existing draft")],
+        request=dict,
+        responses={201: ImportOutput, 200: ImportOutput},
+    )
+    def post(self, request: Request) -> Response:
+        """Import a recipe file (JSON or YAML): a JSON body, or a multipart upload named 'file'."""
+        replace = request.query_params.get("replace", "").lower() in {"1", "true", "yes"}
+        result = services.recipe_import(
+            user=request.user, data=_import_data(request), replace=replace
+        )
+        return Response(
+            {"slug": result.recipe.slug, "name": result.recipe.name, "warnings": result.warnings},
+            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
+        )
+
+
+class RecipeExportApi(APIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("version", int, description="export a published version")],
+        responses=dict,
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        recipe = selectors.recipe_get(user=request.user, slug=slug)
+        number = request.query_params.get("version")
+        if number is None:
+            document = document_from_recipe(recipe)
+        else:
+            version = recipe.versions.filter(number=number).first() if number.isdigit() else None
+            if version is None:
+                raise ValidationError({"version": f"no version {number} of '{slug}'"})
+            document = version.document
+        response = Response(document)
+        response["Content-Disposition"] = f'attachment; filename="{slug}.json"'
+        return response
+
+
+class RecipePublishApi(APIView):
+    @extend_schema(request=PublishInput, responses={201: VersionSerializer})
+    def post(self, request: Request, slug: str) -> Response:
+        recipe = _recipe_for(request, slug)
+        data = PublishInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        version = services.recipe_publish(
+            recipe=recipe, user=request.user, note=data.validated_data["note"]
+        )
+        return Response(VersionSerializer(version).data, status=status.HTTP_201_CREATED)
+
+
+class RecipeVersionsApi(APIView):
+    @extend_schema(responses=VersionSerializer(many=True))
+    def get(self, request: Request, slug: str) -> Response:
+        recipe = selectors.recipe_get(user=request.user, slug=slug)
+        return Response(VersionSerializer(recipe.versions.all(), many=True).data)
+
+
+class RecipeLintApi(APIView):
+    @extend_schema(responses=dict)
+    def get(self, request: Request, slug: str) -> Response:
+        recipe = selectors.recipe_get(user=request.user, slug=slug)
+        return Response({"warnings": services.recipe_lint(recipe=recipe)})
+
+
+class RecipeFormatSchemaApi(APIView):
+    """The JSON Schema of recipe format v1."""
+
+    @extend_schema(responses=dict)
+    def get(self, request: Request) -> HttpResponse:
+        from ..recipe_format import json_schema
+
+        return Response(json_schema())

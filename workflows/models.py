@@ -1,0 +1,216 @@
+"""Recipes as rows: actors, recipe drafts with steps and branches, and frozen versions.
+
+The recipe document (format v1) is translated to and from these rows only in `adapters.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+from django.db import models
+
+SLUG_VALIDATOR = RegexValidator(
+    r"^[a-z0-9][a-z0-9_-]*$", "Use lowercase letters, digits, '-' and '_'."
+)
+ENV_NAME_VALIDATOR = RegexValidator(
+    r"^[A-Z_][A-Z0-9_]*$", "Name an environment variable, e.g. OPENAI_API_KEY."
+)
+
+
+class Actor(models.Model):
+    """Who runs a step: an LLM model behind a provider, or a group of human reviewers."""
+
+    class Kind(models.TextChoices):
+        LLM = "llm", "LLM"
+        HUMAN = "human", "Human"
+
+    class Provider(models.TextChoices):
+        OLLAMA = "ollama", "Ollama"
+        OPENAI = "openai", "OpenAI-compatible"
+        SCRIPTED = "scripted", "Scripted"
+
+    name = models.CharField(max_length=200, unique=True)
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.LLM)
+    provider = models.CharField(max_length=20, choices=Provider.choices, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    base_url = models.URLField(blank=True)
+    # The API key is read from this environment variable at call time: never stored.
+    api_key_env = models.CharField(max_length=100, blank=True, validators=[ENV_NAME_VALIDATOR])
+    params = models.JSONField(default=dict, blank=True)
+    timeout_s = models.PositiveIntegerField(default=120)
+    group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.PROTECT)
+    config = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                name="actor_human_has_group",
+                condition=~models.Q(kind="human") | models.Q(group__isnull=False),
+            ),
+            models.CheckConstraint(
+                name="actor_llm_has_provider",
+                condition=~models.Q(kind="llm") | ~models.Q(provider=""),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.kind == self.Kind.HUMAN and self.group_id is None:
+            raise ValidationError({"group": "A human actor needs a reviewer group."})
+        if self.kind == self.Kind.LLM and not self.provider:
+            raise ValidationError({"provider": "An LLM actor needs a provider."})
+
+
+class Recipe(models.Model):
+    """A named graph of steps and branches, edited as a draft."""
+
+    slug = models.CharField(max_length=100, unique=True, validators=[SLUG_VALIDATOR])
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    inputs = models.JSONField(default=dict, blank=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="recipes"
+    )
+    shared_with_users = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="shared_recipes"
+    )
+    shared_with_groups = models.ManyToManyField(Group, blank=True, related_name="shared_recipes")
+    # Bumped on every saved edit of the draft, so two editors cannot silently overwrite each other.
+    revision = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        indexes = [models.Index(fields=["owner", "name"])]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def latest_version(self) -> RecipeVersion | None:
+        return self.versions.order_by("-number").first()
+
+
+class RecipeActor(models.Model):
+    """A recipe-local alias for an actor (`writer`), or for a reviewer group (`@human:editors`)."""
+
+    recipe = models.ForeignKey(Recipe, on_delete=models.CASCADE, related_name="actor_aliases")
+    alias = models.CharField(max_length=100)
+    actor = models.ForeignKey(Actor, null=True, blank=True, on_delete=models.PROTECT)
+    group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.PROTECT)
+
+    class Meta:
+        ordering = ["alias"]
+        constraints = [
+            models.UniqueConstraint(fields=["recipe", "alias"], name="unique_alias_per_recipe"),
+            models.CheckConstraint(
+                name="alias_names_actor_or_group",
+                condition=models.Q(actor__isnull=False, group__isnull=True)
+                | models.Q(actor__isnull=True, group__isnull=False),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.alias} → {self.reference}"
+
+    @property
+    def reference(self) -> str:
+        """Return the actor reference as written in a recipe document."""
+        if self.group_id is not None:
+            return f"@human:{self.group.name}"
+        return self.actor.name
+
+
+class Step(models.Model):
+    """A node of the recipe graph."""
+
+    class Kind(models.TextChoices):
+        LLM = "llm", "LLM"
+        HUMAN = "human", "Human review"
+        DECISION_TREE = "decision_tree", "Decision tree"
+        CLASSIFY = "classify", "Classify"
+
+    recipe = models.ForeignKey(Recipe, on_delete=models.CASCADE, related_name="steps")
+    key = models.CharField(max_length=100, validators=[SLUG_VALIDATOR])
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.LLM)
+    actor_alias = models.CharField(max_length=100, blank=True)
+    prompt = models.TextField(blank=True)
+    timeout_s = models.PositiveIntegerField(null=True, blank=True)
+    validation = models.JSONField(null=True, blank=True)
+    position = models.JSONField(null=True, blank=True)
+    # Kind-specific settings: decision tree and leaf targets, classifier routes, human options.
+    config = models.JSONField(default=dict, blank=True)
+    order = models.PositiveIntegerField(help_text="Sequence order, used when no branch matches.")
+
+    class Meta:
+        ordering = ["recipe", "order"]
+        constraints = [
+            models.UniqueConstraint(fields=["recipe", "key"], name="unique_step_key_per_recipe"),
+        ]
+        indexes = [models.Index(fields=["recipe", "order"])]
+
+    def __str__(self) -> str:
+        return f"{self.recipe.slug}/{self.key}"
+
+
+class Branch(models.Model):
+    """An edge: a condition on the step's outcome, an action and a target."""
+
+    step = models.ForeignKey(Step, on_delete=models.CASCADE, related_name="branches")
+    name = models.CharField(max_length=200)
+    priority = models.PositiveIntegerField(default=1)
+    condition = models.JSONField(default=dict)
+    action = models.CharField(max_length=40)
+    target = models.CharField(max_length=100, blank=True)
+    params = models.JSONField(default=dict, blank=True)
+    active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["step", "priority"]
+        verbose_name_plural = "branches"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["step", "priority"], name="unique_branch_priority_per_step"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.step.key}#{self.priority} {self.name}"
+
+
+class RecipeVersion(models.Model):
+    """A published, immutable snapshot of a recipe (its whole format-v1 document)."""
+
+    recipe = models.ForeignKey(Recipe, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    document = models.JSONField()
+    note = models.CharField(max_length=500, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["recipe", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["recipe", "number"], name="unique_version_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.recipe.slug} v{self.number}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # Runs pin a version: changing one after the fact would rewrite history.
+        if not self._state.adding:
+            raise ValidationError("A published recipe version cannot be changed.")
+        super().save(*args, **kwargs)

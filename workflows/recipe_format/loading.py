@@ -1,0 +1,82 @@
+"""Read a recipe file (JSON, or YAML) and check its structure, collecting every error."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from .schema import RecipeDocument
+
+
+class DocumentError(Exception):
+    """A recipe document that cannot be accepted; `errors` lists every `path: message`."""
+
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("; ".join(errors))
+        self.errors = errors
+
+
+def load_document(data: str | bytes, *, max_bytes: int) -> dict[str, Any]:
+    """Parse recipe text as JSON, falling back to YAML; raise DocumentError if it is neither."""
+    if len(data) > max_bytes:
+        raise DocumentError([f"$: the file is {len(data)} bytes; the limit is {max_bytes}"])
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DocumentError([f"$: the file is not UTF-8 text ({exc.reason})"]) from None
+    text = data.strip()
+    if not text:
+        raise DocumentError(["$: the file is empty"])
+    if text.startswith("{"):
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DocumentError(
+                [f"$: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"]
+            ) from None
+    else:
+        try:
+            doc = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+            problem = getattr(exc, "problem", None) or "unreadable"
+            raise DocumentError([f"$: invalid YAML{where}: {problem}"]) from None
+    if not isinstance(doc, dict):
+        raise DocumentError(["$: a recipe is a JSON object (a mapping)"])
+    return doc
+
+
+def format_path(loc: tuple[int | str, ...]) -> str:
+    """Turn a pydantic location into a `steps[2].branches[0].when` path."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path or "$"
+
+
+def structure_errors(doc: dict[str, Any]) -> list[str]:
+    """Return every structural error of a recipe document as `path: message`."""
+    try:
+        RecipeDocument.model_validate(doc)
+    except ValidationError as exc:
+        errors = []
+        for err in exc.errors(include_url=False):
+            loc = tuple(
+                p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))
+            )
+            message = err["msg"]
+            if err["type"] == "extra_forbidden":
+                message = "unknown field"
+            elif err["type"] == "literal_error" and loc == ("format",):
+                message = "must be 'branchline.recipe/v1'"
+            errors.append(f"{format_path(loc)}: {message}")
+        return errors
+    return []

@@ -1,0 +1,103 @@
+"""The structure of recipe format v1, as pydantic models.
+
+These check shapes and types and publish the JSON Schema; what the fields *mean* (operators,
+targets, regexes, templates, decision trees) is checked by `workflows.engine.parse_recipe`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+FORMAT = "branchline.recipe/v1"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class InputSpec(_Strict):
+    type: Literal["string", "number", "integer", "boolean", "object", "array"] = "string"
+    required: bool = False
+    default: Any = None
+    description: str = ""
+
+
+class Condition(BaseModel):
+    """A branch condition; nested for `and` / `or` / `not`. Extra keys hold type-specific fields."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    operator: str | None = None
+    value: Any = None
+    conditions: list[Condition] | None = None
+
+
+class Validation(_Strict):
+    threshold: float = Field(0.75, ge=0, le=1)
+    max_attempts: int = Field(5, ge=1, le=20)
+    judge: str | None = None
+    fallback: str = ""
+
+
+class Position(_Strict):
+    x: float
+    y: float
+
+
+class Branch(_Strict):
+    name: str = Field(min_length=1, max_length=200)
+    priority: int = Field(ge=1)
+    when: Condition
+    action: str
+    target: str = ""
+    params: dict[str, Any] = Field(default_factory=dict)
+    active: bool = True
+
+
+class Route(_Strict):
+    name: str = Field(min_length=1)
+    instructions: str = ""
+    examples: list[dict[str, Any]] = Field(default_factory=list)
+    always_active: bool = False
+
+
+class Step(_Strict):
+    key: str = Field(min_length=1, max_length=100)
+    name: str = Field(min_length=1, max_length=200)
+    kind: Literal["llm", "human", "decision_tree", "classify"] = "llm"
+    actor: str | None = None
+    prompt: str = ""
+    timeout_s: int | None = Field(None, ge=1)
+    validation: Validation | None = None
+    position: Position | None = None
+    branches: list[Branch] = Field(default_factory=list)
+    # decision_tree
+    tree: dict[str, Any] | None = None
+    leaf_targets: dict[str, str] | None = None
+    # classify
+    routes: list[Route] | None = None
+    bypass: bool | None = None
+    max_reclassify: int | None = Field(None, ge=0, le=10)
+    # human
+    options: list[str] | None = None
+
+
+class RecipeDocument(_Strict):
+    format: Literal["branchline.recipe/v1"]
+    slug: str = Field(min_length=1, max_length=100)
+    name: str = Field(min_length=1, max_length=200)
+    description: str = ""
+    inputs: dict[str, InputSpec] = Field(default_factory=dict)
+    actors: dict[str, str] = Field(default_factory=dict)
+    steps: list[Step] = Field(min_length=1)
+
+
+def json_schema() -> dict[str, Any]:
+    """Return the JSON Schema of recipe format v1."""
+    schema = RecipeDocument.model_json_schema()
+    schema["$id"] = "https://branchline.example/schemas/recipe-v1.json"
+    schema["title"] = "Branchline recipe (format v1)"
+    return schema

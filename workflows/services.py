@@ -1,0 +1,118 @@
+"""Write recipes: import, create, replace, publish, share and delete."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser, Group
+from django.db import IntegrityError, transaction
+
+from . import engine
+from .adapters import document_from_recipe, write_recipe_rows
+from .models import Recipe, RecipeVersion
+from .recipe_format import DocumentError, load_document
+from .validators import RecipeRejected, check_document
+
+
+class RecipeConflict(Exception):
+    """The draft changed since the caller read it, or the slug is taken."""
+
+
+@dataclass
+class ImportResult:
+    recipe: Recipe
+    created: bool
+    warnings: list[str] = field(default_factory=list)
+
+
+def recipe_lint(*, recipe: Recipe) -> list[str]:
+    """Return the draft's lint warnings as `path: message` (they never block a save)."""
+    doc = document_from_recipe(recipe)
+    try:
+        graph = engine.parse_recipe(doc)
+    except engine.RecipeInvalid as exc:
+        return [f"{e} (error)" for e in exc.errors]
+    return engine.lint_recipe(graph)
+
+
+def recipe_import(
+    *, user: AbstractBaseUser, data: str | bytes | dict[str, Any], replace: bool = False
+) -> ImportResult:
+    """Validate a recipe file whole, then create the recipe (or replace its draft).
+
+    Nothing is written unless every check passes; the errors are listed in RecipeRejected.
+    """
+    try:
+        doc = data if isinstance(data, dict) else load_document(data, max_bytes=settings.RECIPE_MAX_BYTES)
+    except DocumentError as exc:
+        raise RecipeRejected(exc.errors) from None
+    checked = check_document(doc)
+    with transaction.atomic():
+        recipe = Recipe.objects.select_for_update().filter(slug=doc["slug"]).first()
+        created = recipe is None
+        if recipe is None:
+            recipe = Recipe(slug=doc["slug"], owner=user)
+        elif not replace:
+            raise RecipeConflict(
+                f"slug: a recipe '{doc['slug']}' exists already; import with replace to update its draft"
+            )
+        elif not user.has_perm("workflows.change_recipe", recipe):
+            raise RecipeConflict(f"slug: the recipe '{doc['slug']}' belongs to someone else")
+        else:
+            recipe.revision += 1
+        try:
+            write_recipe_rows(recipe, checked.document, checked.actors)
+        except IntegrityError:
+            raise RecipeConflict(f"slug: a recipe '{doc['slug']}' exists already") from None
+    return ImportResult(recipe=recipe, created=created, warnings=engine.lint_recipe(checked.graph))
+
+
+def recipe_update(
+    *, recipe: Recipe, document: dict[str, Any], expected_revision: int | None = None
+) -> list[str]:
+    """Replace a draft with a document; refuse if someone saved since `expected_revision`.
+
+    Returns the lint warnings of the new draft.
+    """
+    if document.get("slug", recipe.slug) != recipe.slug:
+        raise RecipeRejected(["slug: the slug of a recipe cannot change"])
+    document = {**document, "slug": recipe.slug}
+    checked = check_document(document)
+    with transaction.atomic():
+        current = Recipe.objects.select_for_update().get(pk=recipe.pk)
+        if expected_revision is not None and current.revision != expected_revision:
+            raise RecipeConflict(
+                f"revision: the draft was saved elsewhere (revision {current.revision}, "
+                f"you edited {expected_revision}); reload it before saving"
+            )
+        current.revision += 1
+        write_recipe_rows(current, checked.document, checked.actors)
+    recipe.refresh_from_db()
+    return engine.lint_recipe(checked.graph)
+
+
+def recipe_publish(*, recipe: Recipe, user: AbstractBaseUser, note: str = "") -> RecipeVersion:
+    """Freeze the draft into a new immutable version (it must be free of errors)."""
+    with transaction.atomic():
+        locked = Recipe.objects.select_for_update().get(pk=recipe.pk)
+        document = document_from_recipe(locked)
+        check_document(document)
+        last = locked.versions.order_by("-number").values_list("number", flat=True).first()
+        return RecipeVersion.objects.create(
+            recipe=locked, number=(last or 0) + 1, document=document, note=note, created_by=user
+        )
+
+
+def recipe_share(
+    *, recipe: Recipe, users: list[AbstractBaseUser], groups: list[Group]
+) -> None:
+    """Set who the recipe is shared with (users and groups may view and edit it)."""
+    recipe.shared_with_users.set(users)
+    recipe.shared_with_groups.set(groups)
+
+
+def recipe_delete(*, recipe: Recipe) -> None:
+    """Delete a recipe with its versions."""
+    recipe.delete()
