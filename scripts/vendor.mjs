@@ -28,7 +28,7 @@ for (const [pkg, files] of Object.entries(FILES)) {
     copyFileSync(from, join(dest, file.split("/").pop()));
   }
   for (const name of readdirSync(src)) {
-    if (/^licen[cs]e/i.test(name)) copyFileSync(join(src, name), join(dest, name));
+    if (/^licen[cs]e(\.(md|txt))?$/i.test(name)) copyFileSync(join(src, name), join(dest, name));
   }
 }
 console.log(`vendored ${Object.keys(FILES).length} packages into static/vendor/`);
