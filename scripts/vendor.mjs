@@ -9,11 +9,12 @@ const out = join(root, "static", "vendor");
 // package -> files to copy (relative to the package folder)
 const FILES = {
   cytoscape: ["dist/cytoscape.min.js"],
-  "cytoscape-dagre": ["dist/cytoscape-dagre.js"],
+  // cytoscape-dagre 4 bundles dagre 3 in its dist file: no separate dagre script is needed.
+  "cytoscape-dagre": ["dist/cytoscape-dagre.min.js"],
   "cytoscape-edgehandles": ["cytoscape-edgehandles.js"],
   "cytoscape-navigator": ["cytoscape-navigator.js", "cytoscape.js-navigator.css"],
   "cytoscape-undo-redo": ["cytoscape-undo-redo.js"],
-  dagre: ["dist/dagre.min.js"],
+  // cytoscape-edgehandles' browser build reads `_.memoize` and `_.throttle` from the real lodash.
   lodash: ["lodash.min.js"],
 };
 
