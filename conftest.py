@@ -3,3 +3,5 @@
 import os
 
 os.environ.setdefault("SECRET_KEY", "test-only-not-secret")
+# Tests start the workers they need themselves.
+os.environ.setdefault("EMBEDDED_WORKER", "0")

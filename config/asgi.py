@@ -15,6 +15,13 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from runner.routing import websocket_urlpatterns  # noqa: E402
 
+from django.conf import settings  # noqa: E402
+
+if settings.EMBEDDED_WORKER:
+    from runner import embedded  # noqa: E402
+
+    embedded.start()
+
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,

@@ -176,8 +176,17 @@ PROVIDER_URL_ALLOWLIST = env.list(
     "PROVIDER_URL_ALLOWLIST", default=["127.0.0.1:11434", "localhost:11434"]
 )
 
-# Runs: bounded loops and leases (see runner/).
+# Runs: bounded loops, leases and the periodic duties (see runner/execution.py).
 RUN_MAX_STEPS = env.int("RUN_MAX_STEPS", default=100)
+RUN_LEASE_SECONDS = env.int("RUN_LEASE_SECONDS", default=30)
+RUN_MAX_STEP_CLAIMS = env.int("RUN_MAX_STEP_CLAIMS", default=5)
+RUN_TIME_SLICE_SECONDS = env.float("RUN_TIME_SLICE_SECONDS", default=2.0)
+RUN_REQUEUE_AFTER_SECONDS = env.int("RUN_REQUEUE_AFTER_SECONDS", default=60)
+RUN_BEAT_INTERVAL_SECONDS = env.float("RUN_BEAT_INTERVAL_SECONDS", default=5.0)
+CELERY_BEAT_SCHEDULE = {
+    "reap-runs": {"task": "runner.reap_runs", "schedule": 15.0},
+    "expire-tasks": {"task": "runner.expire_tasks", "schedule": 10.0},
+}
 
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="branchline@localhost")

@@ -10,7 +10,9 @@ from .models import Actor, Branch, Recipe, RecipeActor, Step
 from .recipe_format import FORMAT
 
 # Step fields kept in Step.config, by kind; exported only when set.
-STEP_CONFIG_FIELDS = ("tree", "leaf_targets", "routes", "bypass", "max_reclassify", "options")
+STEP_CONFIG_FIELDS = (
+    "tree", "leaf_targets", "routes", "bypass", "max_reclassify", "options", "escalate_to",
+)
 
 
 def document_from_recipe(recipe: Recipe) -> dict[str, Any]:

@@ -83,6 +83,7 @@ class Step(_Strict):
     max_reclassify: int | None = Field(None, ge=0, le=10)
     # human
     options: list[str] | None = None
+    escalate_to: str | None = None
 
 
 class RecipeDocument(_Strict):

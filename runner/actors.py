@@ -1,0 +1,90 @@
+"""Resolve a run's actor aliases to providers, with dry-run scripts standing in where given."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from django.contrib.auth.models import Group
+
+from workflows.models import Actor
+
+from .providers import ActorConfig, ChatRequest, ChatResult, Provider, get_provider
+
+HUMAN_PREFIX = "@human:"
+
+
+@dataclass(frozen=True)
+class ResolvedActor:
+    alias: str
+    name: str
+    is_human: bool
+    group_id: int | None = None
+    config: ActorConfig | None = None
+    scripted: tuple[str, ...] | None = None  # dry-run answers for this alias
+
+
+def resolve(alias: str, *, document: dict[str, Any], script: dict[str, Any] | None) -> ResolvedActor:
+    """Return who answers for `alias` in this run: a script, an actor, or a reviewer group."""
+    reference = document.get("actors", {}).get(alias)
+    if reference is None:
+        raise LookupError(f"actor alias '{alias}' is not declared by the recipe")
+    answers = (script or {}).get(alias)
+    scripted = tuple(str(a) for a in answers) if isinstance(answers, list) else None
+    if isinstance(answers, str):
+        scripted = (answers,)
+    if reference.startswith(HUMAN_PREFIX):
+        group = Group.objects.filter(name=reference.removeprefix(HUMAN_PREFIX)).first()
+        if group is None:
+            raise LookupError(f"reviewer group '{reference.removeprefix(HUMAN_PREFIX)}' no longer exists")
+        return ResolvedActor(alias, reference, True, group.pk, scripted=scripted)
+    actor = Actor.objects.filter(name=reference).first()
+    if actor is None:
+        raise LookupError(f"actor '{reference}' no longer exists")
+    if actor.kind == Actor.Kind.HUMAN:
+        return ResolvedActor(alias, reference, True, actor.group_id, scripted=scripted)
+    config = ActorConfig(
+        name=actor.name,
+        provider=actor.provider,
+        model=actor.model,
+        base_url=actor.base_url or None,
+        api_key_env=actor.api_key_env or None,
+        params=actor.params,
+        timeout_s=actor.timeout_s,
+        config=actor.config,
+    )
+    return ResolvedActor(alias, reference, False, config=config, scripted=scripted)
+
+
+def provider_for(actor: ResolvedActor) -> Provider:
+    """Return the provider that answers for an LLM actor (a scripted one in dry runs)."""
+    if actor.scripted is not None:
+        return _scripted(actor.scripted)
+    assert actor.config is not None
+    return get_provider(actor.config)
+
+
+@lru_cache(maxsize=256)
+def _scripted(replies: tuple[str, ...]) -> Provider:
+    config = ActorConfig(
+        name="script", provider="scripted", model="script", base_url=None, api_key_env=None,
+        params={}, timeout_s=60, config={"replies": list(replies)},
+    )
+    return get_provider(config)
+
+
+def call(
+    actor: ResolvedActor, prompt: str, *, call_index: int, timeout_s: float | None, on_token: Any = None
+) -> ChatResult:
+    """Ask an LLM actor once (the provider retries transient errors itself)."""
+    provider = provider_for(actor)
+    config = actor.config
+    request = ChatRequest(
+        prompt=prompt,
+        model=config.model if config else "script",
+        params=dict(config.params) if config else {},
+        timeout_s=float(timeout_s or (config.timeout_s if config else 60)),
+        call_index=call_index,
+    )
+    return provider.complete(request, on_token=on_token)

@@ -1,0 +1,201 @@
+"""The runs API (DESIGN.md §5): start, list, detail, cancel, events; human tasks and decisions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from workflows.selectors import recipe_get
+
+from . import human, selectors, services
+from .events import serialize_event
+from .inputs import InputsInvalid
+from .models import HumanTask, Run, StepRun
+from .status import RunStatus
+
+
+class RunStartInput(serializers.Serializer):
+    inputs = serializers.JSONField(default=dict)
+    script = serializers.JSONField(required=False, allow_null=True, default=None)
+    version = serializers.IntegerField(required=False, min_value=1, allow_null=True)
+
+
+class EvaluationOutput(serializers.Serializer):
+    branch = serializers.CharField()
+    priority = serializers.IntegerField(allow_null=True)
+    matched = serializers.BooleanField()
+    taken = serializers.BooleanField()
+    reason = serializers.CharField()
+
+
+class StepOutput(serializers.ModelSerializer):
+    step = serializers.CharField(source="step_key")
+    actor = serializers.CharField(source="actor_alias")
+    evaluations = EvaluationOutput(many=True)
+
+    class Meta:
+        model = StepRun
+        fields = [
+            "seq", "step", "attempt", "actor", "status", "prompt", "response", "decision",
+            "error", "latency_ms", "tokens_in", "tokens_out", "confidence", "details",
+            "started_at", "finished_at", "evaluations",
+        ]
+
+
+class TaskOutput(serializers.ModelSerializer):
+    step = serializers.CharField(source="step_key")
+    group = serializers.CharField(source="group.name")
+    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = HumanTask
+        fields = [
+            "id", "run", "step", "group", "question", "material", "options", "due_at",
+            "status", "decision", "comment", "decided_by", "decided_at", "created_at",
+        ]
+
+
+class RunOutput(serializers.ModelSerializer):
+    recipe = serializers.CharField(source="recipe.slug")
+    version = serializers.IntegerField(source="version.number")
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = Run
+        fields = [
+            "id", "recipe", "version", "status", "outcome", "inputs", "script", "error",
+            "created_by", "created_at", "started_at", "finished_at",
+        ]
+
+
+class RunDetailOutput(RunOutput):
+    steps = serializers.SerializerMethodField()
+    tasks = serializers.SerializerMethodField()
+
+    class Meta(RunOutput.Meta):
+        fields = [*RunOutput.Meta.fields, "steps", "tasks"]
+
+    @extend_schema(responses=StepOutput(many=True))
+    def get_steps(self, run: Run) -> list[dict[str, Any]]:
+        return StepOutput(selectors.run_steps(run), many=True).data
+
+    @extend_schema(responses=TaskOutput(many=True))
+    def get_tasks(self, run: Run) -> list[dict[str, Any]]:
+        tasks = run.tasks.select_related("group", "decided_by").order_by("created_at")
+        return TaskOutput(tasks, many=True).data
+
+
+class EventOutput(serializers.Serializer):
+    seq = serializers.IntegerField()
+    type = serializers.CharField()
+    at = serializers.DateTimeField()
+    data = serializers.JSONField()
+
+
+class DecideInput(serializers.Serializer):
+    decision = serializers.CharField(max_length=50)
+    comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=20000)
+
+
+class RecipeRunsApi(APIView):
+    @extend_schema(request=RunStartInput, responses={201: RunDetailOutput})
+    def post(self, request: Request, slug: str) -> Response:
+        """Start a run; `script` makes it a dry run with scripted answers per actor alias."""
+        recipe = recipe_get(user=request.user, slug=slug)
+        data = RunStartInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            run = services.run_start(
+                user=request.user,
+                recipe=recipe,
+                inputs=data.validated_data["inputs"],
+                script=data.validated_data.get("script"),
+                version=data.validated_data.get("version"),
+            )
+        except InputsInvalid as exc:
+            return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
+        except services.RunNotStartable as exc:
+            return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
+        return Response(RunDetailOutput(run).data, status=status.HTTP_201_CREATED)
+
+
+class RunListApi(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("status", str, enum=[s.value for s in RunStatus]),
+            OpenApiParameter("recipe", str, description="recipe slug"),
+        ],
+        responses=RunOutput(many=True),
+    )
+    def get(self, request: Request) -> Response:
+        runs = selectors.runs_visible_to(request.user)
+        if value := request.query_params.get("status"):
+            if value not in RunStatus.values:
+                raise ValidationError({"status": f"one of {', '.join(RunStatus.values)}"})
+            runs = runs.filter(status=value)
+        if value := request.query_params.get("recipe"):
+            runs = runs.filter(recipe__slug=value)
+        return Response(RunOutput(runs[:200], many=True).data)
+
+
+class RunDetailApi(APIView):
+    @extend_schema(responses=RunDetailOutput)
+    def get(self, request: Request, run_id: int) -> Response:
+        return Response(RunDetailOutput(selectors.run_get(user=request.user, run_id=run_id)).data)
+
+
+class RunCancelApi(APIView):
+    @extend_schema(request=None, responses=RunOutput)
+    def post(self, request: Request, run_id: int) -> Response:
+        run = selectors.run_get(user=request.user, run_id=run_id)
+        try:
+            run = services.run_cancel(run=run)
+        except services.RunFinished as exc:
+            return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
+        return Response(RunOutput(run).data)
+
+
+class RunEventsApi(APIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("after", int, description="last seq seen (default 0)")],
+        responses=EventOutput(many=True),
+    )
+    def get(self, request: Request, run_id: int) -> Response:
+        run = selectors.run_get(user=request.user, run_id=run_id)
+        after = request.query_params.get("after", "0")
+        if not after.isdigit():
+            raise ValidationError({"after": "a whole number"})
+        events = run.events.filter(seq__gt=int(after)).order_by("seq")[:1000]
+        return Response([serialize_event(e) for e in events])
+
+
+class TaskListApi(APIView):
+    @extend_schema(responses=TaskOutput(many=True))
+    def get(self, request: Request) -> Response:
+        """The caller's open human tasks (those of their reviewer groups)."""
+        return Response(TaskOutput(selectors.tasks_for_reviewer(request.user), many=True).data)
+
+
+class TaskDecideApi(APIView):
+    @extend_schema(request=DecideInput, responses=TaskOutput)
+    def post(self, request: Request, task_id: int) -> Response:
+        task = selectors.task_visible(user=request.user, task_id=task_id)
+        data = DecideInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            task = human.task_decide(task_id=task.pk, user=request.user, **data.validated_data)
+        except human.NotInGroup as exc:
+            raise PermissionDenied(str(exc)) from None
+        except human.TaskClosed as exc:
+            return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
+        except human.BadDecision as exc:
+            return Response({"errors": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        except HumanTask.DoesNotExist:
+            raise NotFound() from None
+        return Response(TaskOutput(task).data)

@@ -1,0 +1,68 @@
+"""The embedded default: a real Celery worker and the beat duties inside the app's process.
+
+With no REDIS_URL, the broker is kombu's in-memory transport, so the worker must live in the
+same process as the code that enqueues. It is set up the way `celery.contrib.testing.worker`
+sets up its worker (a bare worker thread silently runs nothing). Never eager mode: that would
+run steps inside web requests and could not wait for a human.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from celery.contrib.testing.worker import TestWorkController, setup_app_for_worker
+from django.conf import settings
+from django.db import close_old_connections
+
+log = logging.getLogger(__name__)
+
+_started = threading.Lock()
+_worker: TestWorkController | None = None
+
+
+def start() -> TestWorkController:
+    """Start the in-process worker and beat thread once; return the worker."""
+    global _worker
+    with _started:
+        if _worker is not None:
+            return _worker
+        from config.celery import app
+
+        setup_app_for_worker(app, "warning", None)
+        worker = TestWorkController(
+            app=app,
+            concurrency=1,
+            hostname="embedded@branchline",
+            pool="solo",
+            loglevel="warning",
+            logfile=None,
+            ready_callback=None,
+            without_heartbeat=True,
+            without_mingle=True,
+            without_gossip=True,
+        )
+        threading.Thread(target=worker.start, name="embedded-worker", daemon=True).start()
+        worker.ensure_started()
+        threading.Thread(target=_beat, name="embedded-beat", daemon=True).start()
+        _worker = worker
+        log.info("embedded worker started (in-memory broker)")
+        return worker
+
+
+def _beat() -> None:
+    """Run the periodic duties: pick up stalled runs (at once on start), expire human tasks."""
+    from .human import tasks_expire
+    from .maintenance import reap
+
+    while True:
+        close_old_connections()
+        try:
+            reap()
+            tasks_expire()
+        except Exception:  # keep the duties alive; the next round tries again
+            log.exception("embedded beat round failed")
+        finally:
+            close_old_connections()
+        time.sleep(settings.RUN_BEAT_INTERVAL_SECONDS)

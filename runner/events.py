@@ -1,0 +1,133 @@
+"""The one place that records run events and pushes them to websockets.
+
+Events are rows (RunEvent) written in the same transaction as the state change they describe,
+and pushed to the channel layer only after that transaction commits. Streamed tokens are the
+exception: they are pushed as they arrive and never stored (the finished step carries the text).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Iterable
+from concurrent.futures import Future
+from typing import Any
+
+from channels.layers import InMemoryChannelLayer, get_channel_layer
+from django.db import transaction
+
+from .models import Run, RunEvent
+
+log = logging.getLogger(__name__)
+
+
+def run_group(run_id: int) -> str:
+    return f"run-{run_id}"
+
+
+def reviews_group(group_id: int) -> str:
+    return f"reviews-{group_id}"
+
+
+def runs_list_group(user_id: int) -> str:
+    return f"runs-user-{user_id}"
+
+
+def serialize_event(event: RunEvent) -> dict[str, Any]:
+    return {"seq": event.seq, "type": event.type, "at": event.at.isoformat(), "data": event.data}
+
+
+def record(run: Run, events: Iterable[tuple[str, dict[str, Any]]]) -> list[RunEvent]:
+    """Append events to the run's log inside the caller's transaction; push them on commit.
+
+    Advances `run.event_seq`; the caller saves the run in the same transaction.
+    """
+    rows = []
+    for type_, data in events:
+        run.event_seq += 1
+        rows.append(RunEvent(run=run, seq=run.event_seq, type=type_, data=data))
+    if not rows:
+        return rows
+    RunEvent.objects.bulk_create(rows)
+    run_id, owner_id = run.pk, run.created_by_id
+    transaction.on_commit(lambda: _push_run_events(run_id, owner_id, rows))
+    return rows
+
+
+def _push_run_events(run_id: int, owner_id: int, rows: list[RunEvent]) -> None:
+    payload = [serialize_event(r) for r in rows]
+    publisher.send(run_group(run_id), {"type": "run.events", "events": payload})
+    statuses = [e for e in payload if e["type"] in STATUS_EVENT_TYPES]
+    if statuses:
+        publisher.send(
+            runs_list_group(owner_id),
+            {"type": "run.status", "run": run_id, "status": statuses[-1]["data"].get("status")},
+        )
+
+
+STATUS_EVENT_TYPES = frozenset({"run.started", "run.status", "run.finished"})
+
+
+def push_task_change(group_ids: Iterable[int], kind: str, task: dict[str, Any]) -> None:
+    """Tell the reviewers of these groups, after commit, that a task was created/decided/closed."""
+    ids = sorted(set(group_ids))
+
+    def push() -> None:
+        for group_id in ids:
+            publisher.send(reviews_group(group_id), {"type": "task.changed", "kind": kind, "task": task})
+
+    transaction.on_commit(push)
+
+
+def push_token(run_id: int, seq: int, text: str) -> None:
+    """Push streamed text of a running step now (not stored; `step.finished` carries it all)."""
+    publisher.send(
+        run_group(run_id), {"type": "run.token", "event": {"type": "step.token", "data": {"seq": seq, "text": text}}}
+    )
+
+
+class Publisher:
+    """Send to the channel layer from sync code through one long-lived event loop.
+
+    Starting an event loop per message (`async_to_sync`) costs milliseconds; instead messages
+    go to a loop that keeps running. The in-memory layer only works from the loop of the server
+    that holds the websockets, so the consumers hand that loop over with `use_loop`; before any
+    consumer has connected nobody can be listening, and the durable RunEvent log covers replay.
+    """
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+
+    def use_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    def _get_loop(self) -> asyncio.AbstractEventLoop | None:
+        if self._loop is not None and not self._loop.is_closed():
+            return self._loop
+        if isinstance(get_channel_layer(), InMemoryChannelLayer):
+            return None
+        with self._lock:
+            if self._loop is None or self._loop.is_closed():
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="event-publisher", daemon=True).start()
+                self._loop = loop
+        return self._loop
+
+    def send(self, group: str, message: dict[str, Any]) -> Future[None] | None:
+        layer = get_channel_layer()
+        loop = self._get_loop()
+        if layer is None or loop is None:
+            return None
+        future = asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop)
+        future.add_done_callback(_log_failure)
+        return future
+
+
+def _log_failure(future: Future[None]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("could not push an event: %s", future.exception())
+
+
+publisher = Publisher()

@@ -1,0 +1,36 @@
+"""Find runs that should be moving but are not, and hand them to a worker again."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from .execution import enqueue
+from .models import Run
+from .status import RUNNABLE
+
+log = logging.getLogger(__name__)
+
+
+def reap(*, now: object = None) -> int:
+    """Re-enqueue runnable runs whose lease expired, or that no worker has claimed for a while.
+
+    A message may vanish (Redis restarted or wiped) and a worker may die holding a lease; both
+    leave a runnable run that nothing looks at. Enqueueing twice is harmless: claims are atomic.
+    """
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=settings.RUN_REQUEUE_AFTER_SECONDS)
+    runs = Run.objects.filter(status__in=RUNNABLE).exclude(next={}).filter(
+        Q(lease_expires_at__lt=now)
+        | Q(lease_expires_at__isnull=True, enqueued_at__lt=stale)
+        | Q(lease_expires_at__isnull=True, enqueued_at__isnull=True)
+    )
+    ids = list(runs.values_list("pk", flat=True))
+    for run_id in ids:
+        log.info("run %s: handing it to a worker again", run_id)
+        enqueue(run_id)
+    return len(ids)

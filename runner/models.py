@@ -1,0 +1,192 @@
+"""Runs as rows: the only source of truth for what a run did and what it does next."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.models import Group
+from django.db import models
+
+from workflows.models import Recipe, RecipeVersion
+
+from .status import Outcome, RunStatus, StepStatus, TaskStatus
+
+
+class Run(models.Model):
+    """One execution of a pinned recipe version with its inputs."""
+
+    recipe = models.ForeignKey(Recipe, on_delete=models.PROTECT, related_name="runs")
+    version = models.ForeignKey(RecipeVersion, on_delete=models.PROTECT, related_name="runs")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="runs"
+    )
+    inputs = models.JSONField(default=dict)
+    # Dry runs: actor alias -> scripted answers (DESIGN.md §4).
+    script = models.JSONField(null=True, blank=True)
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    outcome = models.CharField(max_length=20, choices=Outcome.choices, blank=True)
+    error = models.TextField(blank=True)
+    # The engine's RunState, and what the next claim executes: {"step", "prompt_suffix", "actor",
+    # "resume_task"}; empty when there is nothing to do.
+    state = models.JSONField(default=dict)
+    next = models.JSONField(default=dict, blank=True)
+    next_seq = models.PositiveIntegerField(default=1)
+    # How many times each actor alias has been called, for scripted replies consumed in order.
+    calls = models.JSONField(default=dict, blank=True)
+    # The lease fences commits: only the worker holding `lease_token` may commit the next step.
+    lease_token = models.CharField(max_length=36, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    claims = models.PositiveIntegerField(
+        default=0, help_text="claims of the pending step; too many means workers keep dying on it"
+    )
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    event_seq = models.PositiveIntegerField(default=0)
+    cancel_requested = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["status", "lease_expires_at"]),
+            models.Index(fields=["recipe", "status"]),
+            models.Index(fields=["created_by", "-created_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} of {self.recipe_id} ({self.status})"
+
+
+class StepRun(models.Model):
+    """One attempt of one step in a run, committed once with its evaluations and events."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
+    seq = models.PositiveIntegerField(help_text="sequence number in the run, from 1")
+    attempt = models.PositiveIntegerField(default=1, help_text="execution of this step, from 1")
+    step_key = models.CharField(max_length=100)
+    step_name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=20)
+    actor_alias = models.CharField(max_length=100, blank=True)
+    actor_name = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=20, choices=StepStatus.choices)
+    prompt = models.TextField(blank=True)
+    response = models.TextField(blank=True)
+    decision = models.CharField(max_length=50, blank=True)
+    error = models.TextField(blank=True)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    tokens_in = models.PositiveIntegerField(null=True, blank=True)
+    tokens_out = models.PositiveIntegerField(null=True, blank=True)
+    confidence = models.FloatField(null=True, blank=True)
+    # Validation attempts, classifier trace, decision-tree trace, fallback notice.
+    details = models.JSONField(default=dict, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "seq", "attempt"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "seq", "attempt"], name="unique_step_run_attempt"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} #{self.seq} {self.step_key}"
+
+
+class BranchEvaluation(models.Model):
+    """One branch evaluated after a step: matched or not, why, and whether it was taken."""
+
+    step_run = models.ForeignKey(StepRun, on_delete=models.CASCADE, related_name="evaluations")
+    order = models.PositiveIntegerField()
+    branch = models.CharField(max_length=200)
+    priority = models.PositiveIntegerField(null=True)
+    matched = models.BooleanField()
+    taken = models.BooleanField()
+    reason = models.TextField()
+
+    class Meta:
+        ordering = ["step_run", "order"]
+
+    def __str__(self) -> str:
+        return f"{self.branch}: {self.reason}"
+
+
+class HumanTask(models.Model):
+    """A decision a reviewer group owes a run."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tasks")
+    step_run = models.OneToOneField(StepRun, on_delete=models.CASCADE, related_name="task")
+    step_key = models.CharField(max_length=100)
+    group = models.ForeignKey(Group, on_delete=models.PROTECT, related_name="tasks")
+    escalation_group = models.ForeignKey(
+        Group, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    question = models.TextField()
+    material = models.TextField(blank=True)
+    options = models.JSONField(default=list)
+    status = models.CharField(max_length=20, choices=TaskStatus.choices, default=TaskStatus.OPEN)
+    due_at = models.DateTimeField(null=True, blank=True)
+    escalated_at = models.DateTimeField(null=True, blank=True)
+    decision = models.CharField(max_length=50, blank=True)
+    comment = models.TextField(blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["status", "group"]),
+            models.Index(fields=["status", "due_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"task {self.pk} ({self.status}) for {self.group}"
+
+
+class RunEvent(models.Model):
+    """The run's ordered event log: the outbox the websockets deliver and replay from."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=40)
+    data = models.JSONField(default=dict)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "seq"], name="unique_event_seq_per_run"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} #{self.seq} {self.type}"
+
+
+class ActorStat(models.Model):
+    """How an actor has fared on a step, for choosing whom to retry with."""
+
+    recipe = models.ForeignKey(Recipe, on_delete=models.CASCADE, related_name="actor_stats")
+    step_key = models.CharField(max_length=100)
+    actor_alias = models.CharField(max_length=100)
+    successes = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveIntegerField(default=0)
+    total_latency_ms = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["recipe", "step_key", "actor_alias"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["recipe", "step_key", "actor_alias"], name="unique_actor_stat"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.step_key}/{self.actor_alias}: {self.successes}/{self.attempts}"
+
+    @property
+    def mean_latency_ms(self) -> float:
+        return self.total_latency_ms / self.attempts if self.attempts else 0.0

@@ -1,0 +1,60 @@
+"""Read runs and tasks, always through what the user may see."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Prefetch, QuerySet
+from django.http import Http404
+
+from workflows.selectors import recipes_visible_to
+
+from .models import BranchEvaluation, HumanTask, Run, StepRun
+from .status import TaskStatus
+
+
+def runs_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Run]:
+    """Return the runs of the recipes a user may see (staff: all)."""
+    if not user.is_authenticated:
+        return Run.objects.none()
+    runs = Run.objects.select_related("recipe", "version", "created_by")
+    if user.is_staff:
+        return runs
+    return runs.filter(recipe__in=recipes_visible_to(user).values("pk"))
+
+
+def run_get(*, user: AbstractBaseUser | AnonymousUser, run_id: int) -> Run:
+    """Return one run the user may see; another's run does not exist (404)."""
+    run = runs_visible_to(user).filter(pk=run_id).first()
+    if run is None:
+        raise Http404(f"No run {run_id}.")
+    return run
+
+
+def run_steps(run: Run) -> QuerySet[StepRun]:
+    """Return the run's steps in order, with their evaluations."""
+    return run.steps.order_by("seq", "attempt").prefetch_related(
+        Prefetch("evaluations", queryset=BranchEvaluation.objects.order_by("order"))
+    )
+
+
+def tasks_for_reviewer(user: AbstractBaseUser | AnonymousUser) -> QuerySet[HumanTask]:
+    """Return the open tasks of the user's reviewer groups, oldest first."""
+    if not user.is_authenticated:
+        return HumanTask.objects.none()
+    return (
+        HumanTask.objects.filter(status=TaskStatus.OPEN, group__in=user.groups.all())
+        .select_related("group", "run__recipe", "decided_by")
+        .order_by("created_at")
+    )
+
+
+def task_visible(*, user: AbstractBaseUser | AnonymousUser, task_id: int) -> HumanTask:
+    """Return a task of one of the user's groups (any status), or 404."""
+    task = (
+        HumanTask.objects.select_related("group", "decided_by", "run")
+        .filter(pk=task_id)
+        .first()
+    )
+    if task is None or not user.is_authenticated:
+        raise Http404(f"No task {task_id}.")
+    return task

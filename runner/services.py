@@ -1,0 +1,99 @@
+"""Start and cancel runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from workflows import engine
+from workflows.models import Recipe, RecipeVersion
+
+from . import events
+from .execution import enqueue
+from .human import tasks_close_for_run
+from .inputs import InputsInvalid, check_inputs
+from .models import Run
+from .status import TERMINAL, Outcome, RunStatus
+
+
+class RunNotStartable(Exception):
+    """The recipe has no published version, or the version asked for does not exist."""
+
+
+class RunFinished(Exception):
+    """The run has finished already."""
+
+
+def check_script(script: object, document: dict[str, Any]) -> dict[str, list[str]] | None:
+    """Return a dry-run script normalised to alias -> answers, or raise InputsInvalid."""
+    if script is None:
+        return None
+    if not isinstance(script, dict):
+        raise InputsInvalid(["script: must be an object of actor alias: [answers]"])
+    aliases = document.get("actors", {})
+    errors, checked = [], {}
+    for alias, answers in script.items():
+        if alias not in aliases:
+            errors.append(f"script.{alias}: not an actor alias of this recipe ({', '.join(aliases)})")
+            continue
+        if isinstance(answers, str):
+            answers = [answers]
+        if not isinstance(answers, list) or not answers or not all(isinstance(a, str) for a in answers):
+            errors.append(f"script.{alias}: must be a non-empty list of strings")
+            continue
+        checked[alias] = answers
+    if errors:
+        raise InputsInvalid(errors)
+    return checked
+
+
+def run_start(
+    *,
+    user: AbstractBaseUser,
+    recipe: Recipe,
+    inputs: object,
+    script: object = None,
+    version: int | None = None,
+) -> Run:
+    """Queue a run of the recipe's latest (or a given) published version."""
+    versions = RecipeVersion.objects.filter(recipe=recipe)
+    pinned = versions.filter(number=version).first() if version else versions.order_by("-number").first()
+    if pinned is None:
+        raise RunNotStartable(
+            f"version: '{recipe.slug}' has no version {version}" if version
+            else f"'{recipe.slug}' has no published version yet: publish it first"
+        )
+    document = pinned.document
+    checked_inputs = check_inputs(document.get("inputs", {}), inputs)
+    checked_script = check_script(script, document)
+    graph = engine.parse_recipe(document)
+    state = engine.RunState(inputs=checked_inputs, max_steps=settings.RUN_MAX_STEPS)
+    with transaction.atomic():
+        run = Run.objects.create(
+            recipe=recipe, version=pinned, created_by=user, inputs=checked_inputs,
+            script=checked_script, state=state.to_dict(), next={"step": graph.steps[0].key},
+        )
+        events.record(run, [("run.queued", {"status": run.status, "version": pinned.number})])
+        run.save(update_fields=["event_seq"])
+        enqueue(run.pk)
+    return run
+
+
+def run_cancel(*, run: Run) -> Run:
+    """Stop a run before its next step and close its open tasks."""
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        if locked.status in TERMINAL:
+            raise RunFinished(f"The run has {locked.status} already.")
+        pending = tasks_close_for_run(locked)
+        locked.status, locked.outcome = RunStatus.CANCELLED, Outcome.CANCELLED
+        locked.next, locked.lease_token, locked.lease_expires_at = {}, "", None
+        locked.finished_at = timezone.now()
+        pending.append(("run.finished", {"status": locked.status, "outcome": locked.outcome, "error": ""}))
+        events.record(locked, pending)
+        locked.save()
+    return locked
