@@ -142,6 +142,12 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Runs, steps and tasks each have a `status`: name their enums instead of hashing them.
+    "ENUM_NAME_OVERRIDES": {
+        "RunStatusEnum": "runner.status.RunStatus",
+        "StepStatusEnum": "runner.status.StepStatus",
+        "TaskStatusEnum": "runner.status.TaskStatus",
+    },
 }
 
 # Redis: the Celery broker and the channel layer. Unset: the embedded in-process worker and the
