@@ -54,6 +54,24 @@ class RecipeSummarySerializer(serializers.ModelSerializer):
         return version.number if version else None
 
 
+class RecipeDetailOutput(RecipeSummarySerializer):
+    """A recipe with its sharing, versions and draft document (what the detail views answer)."""
+
+    shared_with_users = serializers.ListField(child=serializers.CharField())
+    shared_with_groups = serializers.ListField(child=serializers.CharField())
+    versions = VersionSerializer(many=True)
+    document = serializers.DictField()
+    warnings = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="lint warnings (after PUT)"
+    )
+
+    class Meta(RecipeSummarySerializer.Meta):
+        fields = [
+            *RecipeSummarySerializer.Meta.fields,
+            "shared_with_users", "shared_with_groups", "versions", "document", "warnings",
+        ]
+
+
 class RecipeUpdateInput(serializers.Serializer):
     document = serializers.JSONField()
     revision = serializers.IntegerField(required=False, min_value=1)

@@ -18,6 +18,7 @@ from .serializers import (
     ActorSerializer,
     ImportOutput,
     PublishInput,
+    RecipeDetailOutput,
     RecipePatchInput,
     RecipeSummarySerializer,
     RecipeUpdateInput,
@@ -92,10 +93,11 @@ class RecipeListApi(APIView):
 
 
 class RecipeDetailApi(APIView):
+    @extend_schema(responses=RecipeDetailOutput)
     def get(self, request: Request, slug: str) -> Response:
         return Response(_recipe_detail(selectors.recipe_get(user=request.user, slug=slug)))
 
-    @extend_schema(request=RecipeUpdateInput)
+    @extend_schema(request=RecipeUpdateInput, responses=RecipeDetailOutput)
     def put(self, request: Request, slug: str) -> Response:
         """Replace the draft; send the `revision` you edited to be told of a conflicting save."""
         recipe = _recipe_for(request, slug)
@@ -108,7 +110,7 @@ class RecipeDetailApi(APIView):
         )
         return Response({**_recipe_detail(recipe), "warnings": warnings})
 
-    @extend_schema(request=RecipePatchInput)
+    @extend_schema(request=RecipePatchInput, responses=RecipeDetailOutput)
     def patch(self, request: Request, slug: str) -> Response:
         """Rename, describe, or share the recipe."""
         recipe = _recipe_for(request, slug)
@@ -127,6 +129,7 @@ class RecipeDetailApi(APIView):
             )
         return Response(_recipe_detail(recipe))
 
+    @extend_schema(responses={204: None})
     def delete(self, request: Request, slug: str) -> Response:
         services.recipe_delete(recipe=_recipe_for(request, slug, perm="workflows.delete_recipe"))
         return Response(status=status.HTTP_204_NO_CONTENT)
