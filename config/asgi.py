@@ -12,13 +12,12 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
 
 from runner.routing import websocket_urlpatterns  # noqa: E402
 
-from django.conf import settings  # noqa: E402
-
 if settings.EMBEDDED_WORKER:
-    from runner import embedded  # noqa: E402
+    from runner import embedded
 
     embedded.start()
 

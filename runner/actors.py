@@ -25,7 +25,9 @@ class ResolvedActor:
     scripted: tuple[str, ...] | None = None  # dry-run answers for this alias
 
 
-def resolve(alias: str, *, document: dict[str, Any], script: dict[str, Any] | None) -> ResolvedActor:
+def resolve(
+    alias: str, *, document: dict[str, Any], script: dict[str, Any] | None
+) -> ResolvedActor:
     """Return who answers for `alias` in this run: a script, an actor, or a reviewer group."""
     reference = document.get("actors", {}).get(alias)
     if reference is None:
@@ -37,7 +39,9 @@ def resolve(alias: str, *, document: dict[str, Any], script: dict[str, Any] | No
     if reference.startswith(HUMAN_PREFIX):
         group = Group.objects.filter(name=reference.removeprefix(HUMAN_PREFIX)).first()
         if group is None:
-            raise LookupError(f"reviewer group '{reference.removeprefix(HUMAN_PREFIX)}' no longer exists")
+            raise LookupError(
+                f"reviewer group '{reference.removeprefix(HUMAN_PREFIX)}' no longer exists"
+            )
         return ResolvedActor(alias, reference, True, group.pk, scripted=scripted)
     actor = Actor.objects.filter(name=reference).first()
     if actor is None:
@@ -68,14 +72,25 @@ def provider_for(actor: ResolvedActor) -> Provider:
 @lru_cache(maxsize=256)
 def _scripted(replies: tuple[str, ...]) -> Provider:
     config = ActorConfig(
-        name="script", provider="scripted", model="script", base_url=None, api_key_env=None,
-        params={}, timeout_s=60, config={"replies": list(replies)},
+        name="script",
+        provider="scripted",
+        model="script",
+        base_url=None,
+        api_key_env=None,
+        params={},
+        timeout_s=60,
+        config={"replies": list(replies)},
     )
     return get_provider(config)
 
 
 def call(
-    actor: ResolvedActor, prompt: str, *, call_index: int, timeout_s: float | None, on_token: Any = None
+    actor: ResolvedActor,
+    prompt: str,
+    *,
+    call_index: int,
+    timeout_s: float | None,
+    on_token: Any = None,
 ) -> ChatResult:
     """Ask an LLM actor once (the provider retries transient errors itself)."""
     provider = provider_for(actor)

@@ -30,7 +30,16 @@ class ReadOnlyInline(admin.TabularInline):
 
 class StepRunInline(ReadOnlyInline):
     model = StepRun
-    fields = ["seq", "attempt", "step_key", "actor_alias", "status", "decision", "latency_ms", "error"]
+    fields = [
+        "seq",
+        "attempt",
+        "step_key",
+        "actor_alias",
+        "status",
+        "decision",
+        "latency_ms",
+        "error",
+    ]
 
 
 class TaskInline(ReadOnlyInline):
@@ -80,13 +89,21 @@ class RunEventAdmin(ReadOnlyAdmin):
 class ActorStatAdmin(ReadOnlyAdmin):
     """How each actor fared per step: the basis of the learned retry choice."""
 
-    list_display = ["recipe", "step_key", "actor_alias", "successes", "attempts", "success_rate", "mean_latency"]
+    list_display = [
+        "recipe",
+        "step_key",
+        "actor_alias",
+        "successes",
+        "attempts",
+        "success_rate",
+        "mean_latency",
+    ]
     list_select_related = ["recipe"]
     list_filter = ["recipe"]
 
     @admin.display(description="success rate")
     def success_rate(self, stat: ActorStat) -> str:
-        return f"{stat.successes / stat.attempts:.0%}" if stat.attempts else "–"
+        return f"{stat.successes / stat.attempts:.0%}" if stat.attempts else "-"
 
     @admin.display(description="mean latency (ms)")
     def mean_latency(self, stat: ActorStat) -> str:

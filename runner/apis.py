@@ -42,9 +42,23 @@ class StepOutput(serializers.ModelSerializer):
     class Meta:
         model = StepRun
         fields = [
-            "seq", "step", "attempt", "actor", "status", "prompt", "response", "decision",
-            "error", "latency_ms", "tokens_in", "tokens_out", "confidence", "details",
-            "started_at", "finished_at", "evaluations",
+            "seq",
+            "step",
+            "attempt",
+            "actor",
+            "status",
+            "prompt",
+            "response",
+            "decision",
+            "error",
+            "latency_ms",
+            "tokens_in",
+            "tokens_out",
+            "confidence",
+            "details",
+            "started_at",
+            "finished_at",
+            "evaluations",
         ]
 
 
@@ -56,8 +70,20 @@ class TaskOutput(serializers.ModelSerializer):
     class Meta:
         model = HumanTask
         fields = [
-            "id", "run", "step", "group", "question", "material", "options", "due_at",
-            "status", "decision", "comment", "decided_by", "decided_at", "created_at",
+            "id",
+            "run",
+            "step",
+            "group",
+            "question",
+            "material",
+            "options",
+            "due_at",
+            "status",
+            "decision",
+            "comment",
+            "decided_by",
+            "decided_at",
+            "created_at",
         ]
 
 
@@ -69,8 +95,18 @@ class RunOutput(serializers.ModelSerializer):
     class Meta:
         model = Run
         fields = [
-            "id", "recipe", "version", "status", "outcome", "inputs", "script", "error",
-            "created_by", "created_at", "started_at", "finished_at",
+            "id",
+            "recipe",
+            "version",
+            "status",
+            "outcome",
+            "inputs",
+            "script",
+            "error",
+            "created_by",
+            "created_at",
+            "started_at",
+            "finished_at",
         ]
 
 

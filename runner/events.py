@@ -75,7 +75,9 @@ def push_task_change(group_ids: Iterable[int], kind: str, task: dict[str, Any]) 
 
     def push() -> None:
         for group_id in ids:
-            publisher.send(reviews_group(group_id), {"type": "task.changed", "kind": kind, "task": task})
+            publisher.send(
+                reviews_group(group_id), {"type": "task.changed", "kind": kind, "task": task}
+            )
 
     transaction.on_commit(push)
 
@@ -83,7 +85,8 @@ def push_task_change(group_ids: Iterable[int], kind: str, task: dict[str, Any]) 
 def push_token(run_id: int, seq: int, text: str) -> None:
     """Push streamed text of a running step now (not stored; `step.finished` carries it all)."""
     publisher.send(
-        run_group(run_id), {"type": "run.token", "event": {"type": "step.token", "data": {"seq": seq, "text": text}}}
+        run_group(run_id),
+        {"type": "run.token", "event": {"type": "step.token", "data": {"seq": seq, "text": text}}},
     )
 
 
@@ -111,7 +114,9 @@ class Publisher:
         with self._lock:
             if self._loop is None or self._loop.is_closed():
                 loop = asyncio.new_event_loop()
-                threading.Thread(target=loop.run_forever, name="event-publisher", daemon=True).start()
+                threading.Thread(
+                    target=loop.run_forever, name="event-publisher", daemon=True
+                ).start()
                 self._loop = loop
         return self._loop
 

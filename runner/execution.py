@@ -182,7 +182,12 @@ def claim_next_step(run_id: int) -> Claim | None:
         events.record(run, pending)
         run.save(
             update_fields=[
-                "status", "started_at", "lease_token", "lease_expires_at", "claims", "event_seq"
+                "status",
+                "started_at",
+                "lease_token",
+                "lease_expires_at",
+                "claims",
+                "event_seq",
             ]
         )
     return Claim(
@@ -219,7 +224,9 @@ class _Session:
         actor = self.resolve(alias)
         index = self.calls.get(alias, 0)
         self.calls[alias] = index + 1
-        return actor, actors.call(actor, prompt, call_index=index, timeout_s=timeout_s, on_token=on_token)
+        return actor, actors.call(
+            actor, prompt, call_index=index, timeout_s=timeout_s, on_token=on_token
+        )
 
     def judge(self, evaluator: str, prompt: str, text: str) -> str:
         question = (
@@ -324,7 +331,9 @@ def _with_validation(
         if feedback and "{feedback}" not in claim.step.prompt:
             prompt += f"\n\nFeedback on your previous answer: {feedback}"
         _, result = session.ask(
-            claim.directive.get("actor") or step.actor, prompt, timeout_s=step.timeout_s,
+            claim.directive.get("actor") or step.actor,
+            prompt,
+            timeout_s=step.timeout_s,
             on_token=streamer.add,
         )
         tokens["in"] += result.tokens_in or 0
@@ -381,7 +390,9 @@ def _execute_classify(claim: Claim, session: _Session) -> StepOutcome:
             max_reclassify=step.max_reclassify,
         )
     except ProviderError as exc:
-        return StepOutcome(status=StepStatus.FAILED, prompt=prompt, error=str(exc), actor_alias=step.actor or "")
+        return StepOutcome(
+            status=StepStatus.FAILED, prompt=prompt, error=str(exc), actor_alias=step.actor or ""
+        )
     return StepOutcome(
         status=StepStatus.SUCCEEDED,
         prompt=prompt,
@@ -399,7 +410,9 @@ def _execute_human(claim: Claim, session: _Session) -> StepOutcome:
     if task_id:
         task = HumanTask.objects.get(pk=task_id)
         return StepOutcome(
-            status=StepStatus.TIMED_OUT if task.status == TaskStatus.TIMED_OUT else StepStatus.DECIDED,
+            status=StepStatus.TIMED_OUT
+            if task.status == TaskStatus.TIMED_OUT
+            else StepStatus.DECIDED,
             prompt=task.question,
             response=task.comment,
             decision=task.decision,
@@ -424,7 +437,9 @@ def _execute_human(claim: Claim, session: _Session) -> StepOutcome:
 
 def _actor_stats(claim: Claim) -> list[engine.ActorStats]:
     llm_aliases = [
-        alias for alias, ref in claim.document.get("actors", {}).items() if not ref.startswith("@human:")
+        alias
+        for alias, ref in claim.document.get("actors", {}).items()
+        if not ref.startswith("@human:")
     ]
     rows = {
         s.actor_alias: s
@@ -507,7 +522,11 @@ def commit(claim: Claim, outcome: StepOutcome, decision: engine.Decision | None)
                 or run.next_seq != claim.seq
                 or run.status not in RUNNABLE
             ):
-                log.info("run %s: step %s result discarded (lease lost or run stopped)", claim.run_id, claim.seq)
+                log.info(
+                    "run %s: step %s result discarded (lease lost or run stopped)",
+                    claim.run_id,
+                    claim.seq,
+                )
                 return False
             if outcome.status == StepStatus.WAITING_HUMAN:
                 _commit_task_created(run, claim, outcome)
@@ -546,9 +565,16 @@ def _commit_task_created(run: Run, claim: Claim, outcome: StepOutcome) -> None:
 
     step = claim.step
     step_run = StepRun.objects.create(
-        run=run, seq=claim.seq, attempt=claim.attempt, step_key=step.key, step_name=step.name,
-        kind=step.kind, actor_alias=outcome.actor_alias, actor_name=outcome.actor_name,
-        started_at=outcome.started_at, **_step_run_fields(claim, outcome),
+        run=run,
+        seq=claim.seq,
+        attempt=claim.attempt,
+        step_key=step.key,
+        step_name=step.name,
+        kind=step.kind,
+        actor_alias=outcome.actor_alias,
+        actor_name=outcome.actor_name,
+        started_at=outcome.started_at,
+        **_step_run_fields(claim, outcome),
     )
     escalation_group_id = None
     doc_step = next(s for s in claim.document["steps"] if s["key"] == step.key)
@@ -558,15 +584,24 @@ def _commit_task_created(run: Run, claim: Claim, outcome: StepOutcome) -> None:
         ).group_id
     previous = _latest_response(claim.state)
     task = HumanTask.objects.create(
-        run=run, step_run=step_run, step_key=step.key, group_id=outcome.human_group_id,
-        escalation_group_id=escalation_group_id, question=outcome.prompt,
-        material=previous or "", options=list(step.options),
+        run=run,
+        step_run=step_run,
+        step_key=step.key,
+        group_id=outcome.human_group_id,
+        escalation_group_id=escalation_group_id,
+        question=outcome.prompt,
+        material=previous or "",
+        options=list(step.options),
         due_at=timezone.now() + timedelta(seconds=step.timeout_s) if step.timeout_s else None,
     )
     pending: list[tuple[str, dict[str, Any]]] = [("human_task.created", task_payload(task))]
     if outcome.scripted_decision is not None:
         decision, _, comment = outcome.scripted_decision.partition(":")
-        task.status, task.decision, task.comment = TaskStatus.DECIDED, decision.strip(), comment.strip()
+        task.status, task.decision, task.comment = (
+            TaskStatus.DECIDED,
+            decision.strip(),
+            comment.strip(),
+        )
         task.decided_at = timezone.now()
         task.save()
         pending.append(("human_task.decided", task_payload(task)))
@@ -593,36 +628,77 @@ def _commit_step_result(
         step_run.save()
     else:
         step_run = StepRun.objects.create(
-            run=run, seq=claim.seq, attempt=claim.attempt, step_key=step.key, step_name=step.name,
-            kind=step.kind, actor_alias=outcome.actor_alias, actor_name=outcome.actor_name,
-            started_at=outcome.started_at, **fields,
+            run=run,
+            seq=claim.seq,
+            attempt=claim.attempt,
+            step_key=step.key,
+            step_name=step.name,
+            kind=step.kind,
+            actor_alias=outcome.actor_alias,
+            actor_name=outcome.actor_name,
+            started_at=outcome.started_at,
+            **fields,
         )
     assert decision is not None
     BranchEvaluation.objects.bulk_create(
         BranchEvaluation(
-            step_run=step_run, order=i, branch=e.branch, priority=e.priority,
-            matched=e.matched, taken=e.taken, reason=e.reason,
+            step_run=step_run,
+            order=i,
+            branch=e.branch,
+            priority=e.priority,
+            matched=e.matched,
+            taken=e.taken,
+            reason=e.reason,
         )
         for i, e in enumerate(decision.evaluations)
     )
     pending: list[tuple[str, dict[str, Any]]] = [
-        ("step.finished", {"seq": claim.seq, "step": step.key, "attempt": claim.attempt,
-                           "status": outcome.status, "response": outcome.response,
-                           "decision": outcome.decision, "error": outcome.error,
-                           "latency_ms": outcome.latency_ms, "tokens_in": outcome.tokens_in,
-                           "tokens_out": outcome.tokens_out, "confidence": outcome.confidence,
-                           "details": outcome.details}),
+        (
+            "step.finished",
+            {
+                "seq": claim.seq,
+                "step": step.key,
+                "attempt": claim.attempt,
+                "status": outcome.status,
+                "response": outcome.response,
+                "decision": outcome.decision,
+                "error": outcome.error,
+                "latency_ms": outcome.latency_ms,
+                "tokens_in": outcome.tokens_in,
+                "tokens_out": outcome.tokens_out,
+                "confidence": outcome.confidence,
+                "details": outcome.details,
+            },
+        ),
     ]
     pending += [
-        ("branch.evaluated", {"seq": claim.seq, "step": step.key, "branch": e.branch,
-                              "priority": e.priority, "matched": e.matched, "taken": e.taken,
-                              "reason": e.reason})
+        (
+            "branch.evaluated",
+            {
+                "seq": claim.seq,
+                "step": step.key,
+                "branch": e.branch,
+                "priority": e.priority,
+                "matched": e.matched,
+                "taken": e.taken,
+                "reason": e.reason,
+            },
+        )
         for e in decision.evaluations
     ]
     pending.append(
-        ("branch.taken", {"seq": claim.seq, "step": step.key, "branch": decision.branch,
-                          "action": decision.action, "kind": decision.kind,
-                          "next_step": decision.next_step, "reason": decision.reason})
+        (
+            "branch.taken",
+            {
+                "seq": claim.seq,
+                "step": step.key,
+                "branch": decision.branch,
+                "action": decision.action,
+                "kind": decision.kind,
+                "next_step": decision.next_step,
+                "reason": decision.reason,
+            },
+        )
     )
     _apply_decision(run, claim, outcome, decision, pending)
     run.state = claim.state.to_dict()
@@ -633,14 +709,24 @@ def _commit_step_result(
 
 
 def _apply_decision(
-    run: Run, claim: Claim, outcome: StepOutcome, decision: engine.Decision,
+    run: Run,
+    claim: Claim,
+    outcome: StepOutcome,
+    decision: engine.Decision,
     pending: list[tuple[str, dict[str, Any]]],
 ) -> None:
     step = claim.step
-    unhandled = outcome.status in (StepStatus.FAILED, StepStatus.TIMED_OUT) and decision.branch is None
+    unhandled = (
+        outcome.status in (StepStatus.FAILED, StepStatus.TIMED_OUT) and decision.branch is None
+    )
     if unhandled:
         # A failure no branch handles stops the run: the next step would work on nothing.
-        _finish(run, RunStatus.FAILED, Outcome.FAILED, f"step '{step.key}' failed: {outcome.error or 'timed out'}")
+        _finish(
+            run,
+            RunStatus.FAILED,
+            Outcome.FAILED,
+            f"step '{step.key}' failed: {outcome.error or 'timed out'}",
+        )
     elif decision.kind in ("goto", "repeat", "retry_actor"):
         run.next = {"step": decision.next_step or step.key}
         if decision.kind == "repeat" and decision.prompt_suffix:
@@ -649,10 +735,12 @@ def _apply_decision(
             run.next["actor"] = decision.actor
         return
     elif decision.kind == "complete":
-        flags = claim.state.flags
+        state = claim.state
         outcome_ = (
-            Outcome.APPROVED if flags.get("approved")
-            else Outcome.ERROR_HANDLED if flags.get("error_handled")
+            Outcome.APPROVED
+            if state.approved
+            else Outcome.ERROR_HANDLED
+            if state.error_handled
             else Outcome.COMPLETED
         )
         _finish(run, RunStatus.SUCCEEDED, outcome_, "")
@@ -690,4 +778,3 @@ def _record_stat(claim: Claim, outcome: StepOutcome) -> None:
         successes=F("successes") + (1 if succeeded else 0),
         total_latency_ms=F("total_latency_ms") + (outcome.latency_ms or 0),
     )
-

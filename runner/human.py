@@ -85,10 +85,14 @@ def tasks_expire(*, now: Any = None) -> int:
     """Escalate or time out open tasks past their due time; return how many were handled."""
     now = now or timezone.now()
     handled = 0
-    due = HumanTask.objects.filter(status=TaskStatus.OPEN, due_at__lte=now).values_list("pk", flat=True)
+    due = HumanTask.objects.filter(status=TaskStatus.OPEN, due_at__lte=now).values_list(
+        "pk", flat=True
+    )
     for task_id in list(due):
         with transaction.atomic():
-            task = HumanTask.objects.select_for_update().select_related("group", "run").get(pk=task_id)
+            task = (
+                HumanTask.objects.select_for_update().select_related("group", "run").get(pk=task_id)
+            )
             if task.status != TaskStatus.OPEN or task.due_at is None or task.due_at > now:
                 continue
             if task.escalation_group_id and task.escalated_at is None:
@@ -120,8 +124,10 @@ def _escalate(task: HumanTask, now: Any) -> None:
 def tasks_close_for_run(run: Run) -> list[tuple[str, dict[str, Any]]]:
     """Close a stopped run's open tasks; return their events (the caller records them)."""
     pending = []
-    for task in HumanTask.objects.select_for_update().select_related("group").filter(
-        run=run, status=TaskStatus.OPEN
+    for task in (
+        HumanTask.objects.select_for_update()
+        .select_related("group")
+        .filter(run=run, status=TaskStatus.OPEN)
     ):
         task.status = TaskStatus.CANCELLED
         task.save(update_fields=["status"])

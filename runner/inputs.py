@@ -40,10 +40,14 @@ def check_inputs(schema: dict[str, dict[str, Any]], inputs: object) -> dict[str,
         expected = _TYPES.get(type_name, (object,))
         # bool is an int in Python; a number input must not accept true/false.
         if not isinstance(value, expected) or (isinstance(value, bool) and type_name != "boolean"):
-            errors.append(f"inputs.{name}: must be {'an' if type_name[0] in 'aeio' else 'a'} {type_name}")
+            errors.append(
+                f"inputs.{name}: must be {'an' if type_name[0] in 'aeio' else 'a'} {type_name}"
+            )
             continue
         checked[name] = value
-    errors += [f"inputs.{name}: not an input of this recipe" for name in inputs if name not in schema]
+    errors += [
+        f"inputs.{name}: not an input of this recipe" for name in inputs if name not in schema
+    ]
     if errors:
         raise InputsInvalid(errors)
     return checked

@@ -24,10 +24,14 @@ def reap(*, now: object = None) -> int:
     """
     now = now or timezone.now()
     stale = now - timedelta(seconds=settings.RUN_REQUEUE_AFTER_SECONDS)
-    runs = Run.objects.filter(status__in=RUNNABLE).exclude(next={}).filter(
-        Q(lease_expires_at__lt=now)
-        | Q(lease_expires_at__isnull=True, enqueued_at__lt=stale)
-        | Q(lease_expires_at__isnull=True, enqueued_at__isnull=True)
+    runs = (
+        Run.objects.filter(status__in=RUNNABLE)
+        .exclude(next={})
+        .filter(
+            Q(lease_expires_at__lt=now)
+            | Q(lease_expires_at__isnull=True, enqueued_at__lt=stale)
+            | Q(lease_expires_at__isnull=True, enqueued_at__isnull=True)
+        )
     )
     ids = list(runs.values_list("pk", flat=True))
     for run_id in ids:

@@ -50,11 +50,7 @@ def tasks_for_reviewer(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Human
 
 def task_visible(*, user: AbstractBaseUser | AnonymousUser, task_id: int) -> HumanTask:
     """Return a task of one of the user's groups (any status), or 404."""
-    task = (
-        HumanTask.objects.select_related("group", "decided_by", "run")
-        .filter(pk=task_id)
-        .first()
-    )
+    task = HumanTask.objects.select_related("group", "decided_by", "run").filter(pk=task_id).first()
     if task is None or not user.is_authenticated:
         raise Http404(f"No task {task_id}.")
     return task

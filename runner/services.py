@@ -38,11 +38,17 @@ def check_script(script: object, document: dict[str, Any]) -> dict[str, list[str
     errors, checked = [], {}
     for alias, answers in script.items():
         if alias not in aliases:
-            errors.append(f"script.{alias}: not an actor alias of this recipe ({', '.join(aliases)})")
+            errors.append(
+                f"script.{alias}: not an actor alias of this recipe ({', '.join(aliases)})"
+            )
             continue
         if isinstance(answers, str):
             answers = [answers]
-        if not isinstance(answers, list) or not answers or not all(isinstance(a, str) for a in answers):
+        if (
+            not isinstance(answers, list)
+            or not answers
+            or not all(isinstance(a, str) for a in answers)
+        ):
             errors.append(f"script.{alias}: must be a non-empty list of strings")
             continue
         checked[alias] = answers
@@ -61,21 +67,29 @@ def run_start(
 ) -> Run:
     """Queue a run of the recipe's latest (or a given) published version."""
     versions = RecipeVersion.objects.filter(recipe=recipe)
-    pinned = versions.filter(number=version).first() if version else versions.order_by("-number").first()
+    pinned = (
+        versions.filter(number=version).first() if version else versions.order_by("-number").first()
+    )
     if pinned is None:
         raise RunNotStartable(
-            f"version: '{recipe.slug}' has no version {version}" if version
+            f"version: '{recipe.slug}' has no version {version}"
+            if version
             else f"'{recipe.slug}' has no published version yet: publish it first"
         )
     document = pinned.document
     checked_inputs = check_inputs(document.get("inputs", {}), inputs)
     checked_script = check_script(script, document)
     graph = engine.parse_recipe(document)
-    state = engine.RunState(inputs=checked_inputs, max_steps=settings.RUN_MAX_STEPS)
+    state = engine.RunState.start(graph, checked_inputs, max_steps=settings.RUN_MAX_STEPS)
     with transaction.atomic():
         run = Run.objects.create(
-            recipe=recipe, version=pinned, created_by=user, inputs=checked_inputs,
-            script=checked_script, state=state.to_dict(), next={"step": graph.steps[0].key},
+            recipe=recipe,
+            version=pinned,
+            created_by=user,
+            inputs=checked_inputs,
+            script=checked_script,
+            state=state.to_dict(),
+            next={"step": graph.steps[0].key},
         )
         events.record(run, [("run.queued", {"status": run.status, "version": pinned.number})])
         run.save(update_fields=["event_seq"])
@@ -93,7 +107,9 @@ def run_cancel(*, run: Run) -> Run:
         locked.status, locked.outcome = RunStatus.CANCELLED, Outcome.CANCELLED
         locked.next, locked.lease_token, locked.lease_expires_at = {}, "", None
         locked.finished_at = timezone.now()
-        pending.append(("run.finished", {"status": locked.status, "outcome": locked.outcome, "error": ""}))
+        pending.append(
+            ("run.finished", {"status": locked.status, "outcome": locked.outcome, "error": ""})
+        )
         events.record(locked, pending)
         locked.save()
     return locked

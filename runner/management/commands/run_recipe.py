@@ -54,7 +54,9 @@ class Command(BaseCommand):
         try:
             run = services.run_start(user=user, recipe=recipe, inputs=inputs, script=script)
         except InputsInvalid as exc:
-            raise CommandError("the inputs do not fit the recipe:\n  " + "\n  ".join(exc.errors)) from None
+            raise CommandError(
+                "the inputs do not fit the recipe:\n  " + "\n  ".join(exc.errors)
+            ) from None
         except services.RunNotStartable as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"run {run.pk} of {recipe.slug} v{run.version.number} queued")
@@ -73,8 +75,16 @@ class Command(BaseCommand):
                     self.stdout.write(line)
             run.refresh_from_db(fields=["status", "outcome", "error"])
             if run.status in TERMINAL:
-                style = self.style.SUCCESS if run.status == RunStatus.SUCCEEDED else self.style.ERROR
-                self.stdout.write(style(f"run {run.pk} {run.status}" + (f" ({run.outcome})" if run.outcome else "") + (f": {run.error}" if run.error else "")))
+                style = (
+                    self.style.SUCCESS if run.status == RunStatus.SUCCEEDED else self.style.ERROR
+                )
+                self.stdout.write(
+                    style(
+                        f"run {run.pk} {run.status}"
+                        + (f" ({run.outcome})" if run.outcome else "")
+                        + (f": {run.error}" if run.error else "")
+                    )
+                )
                 if run.status == RunStatus.FAILED:
                     raise CommandError(run.error or "the run failed")
                 return
