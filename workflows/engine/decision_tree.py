@@ -1,0 +1,281 @@
+"""Validate and walk JSON decision trees over a run's facts (the reference tree format).
+
+A tree is `{"version", "tree": NODE}` or a bare NODE. A node is
+`{"type": "node", "priority", "condition", "if_true", "if_false"}`; a leaf is
+`{"type": "leaf", "prompt": NAME}`. Conditions read documented fact fields:
+
+- `check_safety` / `has_unsafe_pages`: `unsafe_pages`, a list of pages or a count;
+- `check_pii` / `has_high_risk_pii`: `pii`, a list of type names or of objects with `type`,
+  filtered by the condition's `pii_types` (any type when absent) and `exclude_types`;
+- `check_keywords` / `has_keywords`: `keywords`, a list (or a count); with the condition's
+  `keywords`, only those count;
+- `check_count`: the numeric fact named by `field` (a dotted path; a list counts its items);
+- `and` / `or` / `not` over `conditions`, as a type or as the operator of any other type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from workflows.engine.conditions import (
+    as_number,
+    compare_numbers,
+    field_path,
+    format_number,
+    lookup,
+)
+from workflows.engine.errors import EngineError
+from workflows.engine.vocabulary import (
+    NUMERIC_OPERATOR_ALIASES,
+    NUMERIC_OPERATORS,
+    logical_kind,
+)
+
+TREE_CONDITIONS: dict[str, str] = {
+    "check_safety": "has_unsafe_pages",
+    "check_pii": "has_high_risk_pii",
+    "check_keywords": "has_keywords",
+}
+_NUMERIC = (*NUMERIC_OPERATORS, *NUMERIC_OPERATOR_ALIASES)
+_PLAIN_TYPES = (*TREE_CONDITIONS, "check_count")
+# Deeper trees are refused: they are mistakes, and walking them would exhaust the stack.
+MAX_DEPTH = 64
+
+
+@dataclass(frozen=True, slots=True)
+class TreeOutcome:
+    """The leaf a tree reached and the trace of every node passed on the way."""
+
+    leaf: str
+    trace: list[str] = field(default_factory=list)
+
+
+def tree_root(tree: Mapping[str, Any]) -> tuple[object, str]:
+    """Return the root node of a tree document (or of a bare node) and its path suffix."""
+    if tree.get("type") in ("node", "leaf"):
+        return tree, ""
+    return tree.get("tree"), ".tree"
+
+
+def validate_tree(tree: object, path: str) -> list[str]:
+    """Return every error of a decision tree as `path: message` (empty when it is valid)."""
+    if not isinstance(tree, Mapping):
+        return [f"{path}: must be an object"]
+    root, suffix = tree_root(tree)
+    if root is None:
+        return [f"{path}.tree: is required"]
+    errors: list[str] = []
+    _check_node(root, f"{path}{suffix}", 0, errors)
+    return errors
+
+
+def leaves(tree: Mapping[str, Any]) -> list[str]:
+    """Return the names of every leaf of a valid tree, in depth-first order."""
+    names: list[str] = []
+    stack = [tree_root(tree)[0]]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, Mapping):
+            continue
+        if node.get("type") == "leaf" and isinstance(node.get("prompt"), str):
+            names.append(node["prompt"])
+        else:
+            stack += [node.get("if_false"), node.get("if_true")]
+    return names
+
+
+def _check_node(node: object, path: str, depth: int, errors: list[str]) -> None:
+    if depth > MAX_DEPTH:
+        errors.append(f"{path}: the tree is deeper than {MAX_DEPTH} levels")
+        return
+    if not isinstance(node, Mapping):
+        errors.append(f"{path}: must be an object")
+        return
+    kind = node.get("type")
+    if kind == "leaf":
+        prompt = node.get("prompt")
+        if prompt is None:
+            errors.append(f"{path}.prompt: is required")
+        elif not isinstance(prompt, str) or not prompt:
+            errors.append(f"{path}.prompt: must be a non-empty string")
+        return
+    if kind != "node":
+        errors.append(f"{path}.type: unknown node type {kind!r}; expected node or leaf")
+        return
+    priority = node.get("priority")
+    if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
+        errors.append(f"{path}.priority: must be an integer")
+    for key in ("condition", "if_true", "if_false"):
+        if key not in node:
+            errors.append(f"{path}.{key}: is required")
+    if "condition" in node:
+        _check_condition(node["condition"], f"{path}.condition", depth, errors)
+    for key in ("if_true", "if_false"):
+        if key in node:
+            _check_node(node[key], f"{path}.{key}", depth + 1, errors)
+
+
+def _check_condition(cond: object, path: str, depth: int, errors: list[str]) -> None:
+    if depth > MAX_DEPTH:
+        errors.append(f"{path}: conditions are nested deeper than {MAX_DEPTH} levels")
+        return
+    if not isinstance(cond, Mapping):
+        errors.append(f"{path}: must be an object")
+        return
+    kind, op = cond.get("type"), cond.get("operator")
+    if not isinstance(kind, str):
+        errors.append(
+            f"{path}.type: is required" if kind is None else f"{path}.type: must be a string"
+        )
+        return
+    logical = logical_kind(kind, op, _PLAIN_TYPES)
+    if logical is not None:
+        operands = cond.get("conditions")
+        if not isinstance(operands, list) or not operands:
+            errors.append(f"{path}.conditions: {logical} needs a non-empty list of conditions")
+            return
+        if logical == "not" and len(operands) != 1:
+            errors.append(
+                f"{path}.conditions: not takes exactly one condition, got {len(operands)}"
+            )
+        for i, operand in enumerate(operands):
+            _check_condition(operand, f"{path}.conditions[{i}]", depth + 1, errors)
+        return
+    if kind in TREE_CONDITIONS:
+        expected = TREE_CONDITIONS[kind]
+        if op is not None and op != expected:
+            errors.append(f"{path}.operator: unknown operator {op!r}; {kind} takes {expected}")
+        for key in ("pii_types", "exclude_types", "keywords"):
+            value = cond.get(key)
+            if value is not None and not (
+                isinstance(value, list) and all(isinstance(v, str) for v in value)
+            ):
+                errors.append(f"{path}.{key}: must be a list of strings")
+        return
+    if kind == "check_count":
+        name = cond.get("field")
+        if not isinstance(name, str) or not name:
+            errors.append(
+                f"{path}.field: is required" if name is None else f"{path}.field: must be a string"
+            )
+        if op not in _NUMERIC:
+            errors.append(
+                f"{path}.operator: unknown operator {op!r}; expected one of: {', '.join(_NUMERIC)}"
+            )
+        value = cond.get("value")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            errors.append(f"{path}.value: must be a number, got {value!r}")
+        return
+    known = ", ".join([*_PLAIN_TYPES, "and", "or", "not"])
+    errors.append(f"{path}.type: unknown condition type {kind!r}; expected one of: {known}")
+
+
+def evaluate_tree(tree: Mapping[str, Any], facts: Mapping[str, object]) -> TreeOutcome:
+    """Walk `tree` over `facts` to a leaf; return the leaf and the trace of each decision.
+
+    Raise EngineError if the tree is not valid (see `validate_tree`).
+    """
+    problems = validate_tree(tree, "tree")
+    if problems:
+        raise EngineError("; ".join(problems))
+    node: Mapping[str, Any] = tree_root(tree)[0]  # type: ignore[assignment]
+    trace: list[str] = []
+    while node["type"] == "node":
+        holds, reason = _evaluate(node["condition"], facts)
+        label = f"node {node['priority']}" if "priority" in node else "node"
+        trace.append(f"{label}: {reason} -> {'if_true' if holds else 'if_false'}")
+        node = node["if_true" if holds else "if_false"]
+    trace.append(f"leaf {node['prompt']}")
+    return TreeOutcome(leaf=node["prompt"], trace=trace)
+
+
+def _evaluate(cond: Mapping[str, Any], facts: Mapping[str, object]) -> tuple[bool, str]:
+    kind = cond["type"]
+    logical = logical_kind(kind, cond.get("operator"), _PLAIN_TYPES)
+    if logical is not None:
+        return _combine(logical, cond["conditions"], facts)
+    if kind == "check_safety":
+        return _has_unsafe_pages(facts)
+    if kind == "check_pii":
+        return _has_high_risk_pii(cond, facts)
+    if kind == "check_keywords":
+        return _has_keywords(cond, facts)
+    return _check_count(cond, facts)
+
+
+def _combine(
+    logical: str, operands: list[Mapping[str, Any]], facts: Mapping[str, object]
+) -> tuple[bool, str]:
+    reasons: list[str] = []
+    result = logical == "and"
+    for operand in operands:
+        holds, reason = _evaluate(operand, facts)
+        reasons.append(reason)
+        if logical == "not":
+            result = not holds
+            break
+        if holds != result:  # `and` stops at the first false, `or` at the first true
+            result = holds
+            break
+    return result, f"{logical}: [{'; '.join(reasons)}]"
+
+
+def _has_unsafe_pages(facts: Mapping[str, object]) -> tuple[bool, str]:
+    if "unsafe_pages" not in facts:
+        return False, "unsafe_pages missing"
+    count = as_number(facts["unsafe_pages"])
+    if count is None:
+        return False, f"unsafe_pages is not a list or a count: {facts['unsafe_pages']!r}"
+    return count > 0, f"{format_number(count)} unsafe pages"
+
+
+def _pii_type(item: object) -> str | None:
+    if isinstance(item, str):
+        return item.upper()
+    if isinstance(item, Mapping) and isinstance(item.get("type"), str):
+        return str(item["type"]).upper()
+    return None
+
+
+def _has_high_risk_pii(cond: Mapping[str, Any], facts: Mapping[str, object]) -> tuple[bool, str]:
+    found = facts.get("pii")
+    if not isinstance(found, list):
+        return False, "pii missing" if found is None else "pii is not a list"
+    wanted = {t.upper() for t in cond.get("pii_types") or []}
+    excluded = {t.upper() for t in cond.get("exclude_types") or []}
+    types = [t for t in (_pii_type(item) for item in found) if t is not None]
+    risky = sorted({t for t in types if t not in excluded and (not wanted or t in wanted)})
+    if risky:
+        return True, f"high-risk PII {', '.join(risky)}"
+    return False, f"no high-risk PII (found: {', '.join(sorted(set(types))) or 'none'})"
+
+
+def _has_keywords(cond: Mapping[str, Any], facts: Mapping[str, object]) -> tuple[bool, str]:
+    found = facts.get("keywords")
+    if found is None:
+        return False, "keywords missing"
+    if not isinstance(found, list):
+        count = as_number(found)
+        return (count or 0) > 0, f"{format_number(count or 0)} keywords"
+    words = [str(w) for w in found]
+    wanted = cond.get("keywords")
+    if wanted:
+        wanted_folded = {w.casefold() for w in wanted}
+        words = [w for w in words if w.casefold() in wanted_folded]
+    if words:
+        return True, f"keywords {', '.join(words)}"
+    return False, "no keywords"
+
+
+def _check_count(cond: Mapping[str, Any], facts: Mapping[str, object]) -> tuple[bool, str]:
+    name = cond["field"]
+    present, value = lookup(facts, field_path(name))
+    if not present:
+        return False, f"field {name} missing"
+    actual = as_number(value)
+    if actual is None:
+        return False, f"field {name} is not a number: {value!r}"
+    holds, symbol = compare_numbers(cond["operator"], actual, cond["value"])
+    return holds, f"field {name} {format_number(actual)} {symbol} {format_number(cond['value'])}"

@@ -1,0 +1,135 @@
+"""Hold a parsed recipe as frozen data: its steps, their branches and conditions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from workflows.engine.routing import Route
+from workflows.engine.vocabulary import DEFAULT_HUMAN_OPTIONS, DEFAULT_MAX_RECLASSIFY
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """A branch condition: canonical type and operator, a value and the type's extra fields.
+
+    `fields` holds the other keys of the document (`unit`, `flags`, `evaluator`, `prompt`,
+    `field`); `conditions` the operands of `and` / `or` / `not`. `compiled` carries what the
+    parser prepared once (a compiled regex, a split option list) so evaluation allocates little;
+    a hand-built condition leaves it None and is prepared on each evaluation instead.
+    """
+
+    type: str
+    operator: str = ""
+    value: Any = None
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    conditions: tuple[Condition, ...] = ()
+    compiled: object = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class BranchSpec:
+    """An edge out of a step; `action` is canonical (aliases resolved at parse)."""
+
+    name: str
+    priority: int
+    when: Condition
+    action: str
+    target: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    active: bool = True
+    # The branch's position in the document, for warnings that point at it (branches are
+    # kept sorted by priority, so the tuple index may differ).
+    source_index: int | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def max_retries(self) -> int | None:
+        """Return the explicit retry bound of this branch, or None when the default applies."""
+        value = self.params.get("max_retries")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True, slots=True)
+class StepSpec:
+    """A node of the recipe graph; `branches` are sorted by ascending priority."""
+
+    key: str
+    name: str
+    kind: str = "llm"
+    actor: str | None = None
+    prompt: str = ""
+    timeout_s: int | None = None
+    validation: Mapping[str, Any] | None = None
+    position: Mapping[str, Any] | None = None
+    branches: tuple[BranchSpec, ...] = ()
+    tree: Mapping[str, Any] | None = None
+    leaf_targets: Mapping[str, str] = field(default_factory=dict)
+    routes: tuple[Route, ...] = ()
+    bypass: bool = False
+    options: tuple[str, ...] = DEFAULT_HUMAN_OPTIONS
+    max_reclassify: int = DEFAULT_MAX_RECLASSIFY
+    active_branches: tuple[BranchSpec, ...] = field(
+        init=False, repr=False, compare=False, default=()
+    )
+
+    def __post_init__(self) -> None:
+        # Evaluation walks only active branches, after every step: filter them once.
+        active = tuple(b for b in self.branches if b.active)
+        object.__setattr__(self, "active_branches", active)
+
+
+@dataclass(frozen=True, slots=True)
+class RecipeGraph:
+    """A whole recipe: inputs schema, actor aliases and the steps in sequence order."""
+
+    slug: str
+    name: str
+    description: str = ""
+    inputs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    actors: Mapping[str, str] = field(default_factory=dict)
+    steps: tuple[StepSpec, ...] = ()
+    _positions: Mapping[str, int] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
+
+    def __post_init__(self) -> None:
+        positions = {step.key: i for i, step in enumerate(self.steps)}
+        object.__setattr__(self, "_positions", positions)
+
+    def step(self, key: str) -> StepSpec:
+        """Return the step called `key`; raise KeyError if there is none."""
+        return self.steps[self._positions[key]]
+
+    def has_step(self, key: str) -> bool:
+        """Tell whether a step is called `key`."""
+        return key in self._positions
+
+    def index(self, key: str) -> int:
+        """Return the 0-based sequence position of step `key`; raise KeyError if unknown."""
+        return self._positions[key]
+
+    def next_in_sequence(self, key: str) -> StepSpec | None:
+        """Return the step after `key` in sequence order, or None after the last one."""
+        position = self._positions[key] + 1
+        return self.steps[position] if position < len(self.steps) else None
+
+    def first_step(self) -> StepSpec:
+        """Return the step a run starts with."""
+        return self.steps[0]
+
+    def last_step(self) -> StepSpec:
+        """Return the last step in sequence order (the target of SKIP_TO_END)."""
+        return self.steps[-1]
+
+
+def parse_recipe(doc: object) -> RecipeGraph:
+    """Check a recipe-format-v1 document's meaning and build its graph.
+
+    Raise RecipeInvalid listing every error as `path: message`; never raise anything else
+    for bad input.
+    """
+    # The parser builds the classes above, so it is imported here to avoid an import cycle.
+    from workflows.engine.recipe_parser import parse_document
+
+    return parse_document(doc)

@@ -1,0 +1,178 @@
+"""Warn about recipes that are valid but probably not what their author meant.
+
+Warnings never block a save; each reads `path: message`, like the parser's errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from workflows.engine.conditions import choices
+from workflows.engine.decision_tree import leaves
+from workflows.engine.graph import BranchSpec, Condition, RecipeGraph, StepSpec
+from workflows.engine.vocabulary import COMPLETE, DEFAULT_MAX_RETRIES, END, REPEAT
+
+
+def lint_recipe(graph: RecipeGraph) -> list[str]:
+    """Return every warning about `graph` as `path: message`."""
+    warnings = _unreachable(graph)
+    for i, step in enumerate(graph.steps):
+        path = f"steps[{i}]"
+        warnings += _stuck(step, path)
+        warnings += _shadowed_by_default(step, path)
+        warnings += _branch_warnings(graph, step, path)
+        warnings += _unhandled_options(step, path)
+        warnings += _unmapped_leaves(graph, step, path)
+    return warnings
+
+
+def _branch_path(step_path: str, step: StepSpec, branch: BranchSpec) -> str:
+    index = branch.source_index if branch.source_index is not None else step.branches.index(branch)
+    return f"{step_path}.branches[{index}]"
+
+
+def _is_default(branch: BranchSpec) -> bool:
+    return branch.when.type == "default"
+
+
+def _leaf_targets(graph: RecipeGraph, step: StepSpec) -> tuple[list[str], bool]:
+    """Return the steps a tree's leaves lead to, and whether some leaf leads to none."""
+    if step.kind != "decision_tree" or step.tree is None:
+        return [], True
+    targets, unmapped = [], False
+    for leaf in leaves(step.tree):
+        target = step.leaf_targets.get(leaf, leaf)
+        if graph.has_step(target):
+            targets.append(target)
+        elif target not in (END, COMPLETE):
+            unmapped = True
+    return targets, unmapped
+
+
+def _falls_through(step: StepSpec) -> bool:
+    """Tell whether a step's branches can all fail to be taken (then the next step runs)."""
+    # A default that repeats runs out of retries; any other default is always taken.
+    return not any(_is_default(b) and b.target != REPEAT for b in step.active_branches)
+
+
+def _successors(graph: RecipeGraph, step: StepSpec) -> Iterator[str]:
+    tree_targets, unmapped = _leaf_targets(graph, step)
+    yield from tree_targets
+    if not unmapped:
+        return  # every leaf goes somewhere: the step's branches are never used
+    for branch in step.active_branches:
+        if graph.has_step(branch.target):
+            yield branch.target
+    following = graph.next_in_sequence(step.key)
+    if following is not None and _falls_through(step):
+        yield following.key
+
+
+def _unreachable(graph: RecipeGraph) -> list[str]:
+    first = graph.first_step().key
+    seen = {first}
+    stack = [first]
+    while stack:
+        for key in _successors(graph, graph.step(stack.pop())):
+            if key not in seen:
+                seen.add(key)
+                stack.append(key)
+    return [
+        f"steps[{i}]: step '{step.key}' is never reached from the first step '{first}'"
+        for i, step in enumerate(graph.steps)
+        if step.key not in seen
+    ]
+
+
+def _stuck(step: StepSpec, path: str) -> list[str]:
+    active = step.active_branches
+    if not active or not any(_is_default(b) for b in active):
+        return []
+    if any(b.target not in (REPEAT, step.key) for b in active):
+        return []
+    if any(b.target == step.key for b in active):
+        return [
+            f"{path}: the run never moves on from this step: every branch leads back to it and "
+            "a default always matches, so only the step limit ends the loop"
+        ]
+    return [
+        f"{path}: every branch repeats this step; the run moves on only when their retries "
+        "are used up"
+    ]
+
+
+def _shadowed_by_default(step: StepSpec, path: str) -> list[str]:
+    warnings: list[str] = []
+    blocker: BranchSpec | None = None
+    for branch in step.active_branches:
+        if blocker is not None:
+            warnings.append(
+                f"{_branch_path(path, step, branch)}: never evaluated: the default branch "
+                f"'{blocker.name}' (priority {blocker.priority}) always matches before it"
+            )
+        elif _is_default(branch) and branch.target != REPEAT:
+            blocker = branch
+    return warnings
+
+
+def _conditions(cond: Condition, path: str) -> Iterator[tuple[Condition, str]]:
+    yield cond, path
+    for k, sub in enumerate(cond.conditions):
+        yield from _conditions(sub, f"{path}.conditions[{k}]")
+
+
+def _branch_warnings(graph: RecipeGraph, step: StepSpec, path: str) -> list[str]:
+    warnings: list[str] = []
+    for branch in step.branches:
+        bpath = _branch_path(path, step, branch)
+        if branch.target == REPEAT and branch.max_retries is None:
+            warnings.append(
+                f"{bpath}.params.max_retries: not set; the default bound of "
+                f"{DEFAULT_MAX_RETRIES} retries applies"
+            )
+        if branch.target == step.key:
+            warnings.append(
+                f"{bpath}.target: leads back to its own step without a bound; use @repeat so "
+                "max_retries limits the loop"
+            )
+        if branch.action == "HUMAN_REVIEW" and not (
+            graph.has_step(branch.target) and graph.step(branch.target).kind == "human"
+        ):
+            warnings.append(
+                f"{bpath}.target: HUMAN_REVIEW goes to '{branch.target}', which is not a human step"
+            )
+        for cond, cpath in _conditions(branch.when, f"{bpath}.when"):
+            if cond.type == "ai_evaluation" and not cond.fields.get("evaluator"):
+                fallback = (step.validation or {}).get("judge") or step.actor
+                warnings.append(
+                    f"{cpath}.evaluator: not set; the step's judge or actor '{fallback}' "
+                    "will evaluate"
+                )
+    return warnings
+
+
+def _unhandled_options(step: StepSpec, path: str) -> list[str]:
+    if step.kind != "human":
+        return []
+    handled: set[str] = set()
+    for branch in step.active_branches:
+        for cond, _ in _conditions(branch.when, ""):
+            if cond.type == "human_decision":
+                handled |= choices(cond.value)
+    return [
+        f"{path}.options: no human_decision branch handles the option '{option}'"
+        for option in step.options
+        if option not in handled
+    ]
+
+
+def _unmapped_leaves(graph: RecipeGraph, step: StepSpec, path: str) -> list[str]:
+    if step.kind != "decision_tree" or step.tree is None:
+        return []
+    return [
+        f"{path}.leaf_targets: the leaf '{leaf}' names no step; the step's branches or the "
+        "next step in sequence decide where it goes"
+        for leaf in dict.fromkeys(leaves(step.tree))
+        if not graph.has_step(step.leaf_targets.get(leaf, leaf))
+        and step.leaf_targets.get(leaf, leaf) not in (END, COMPLETE)
+    ]

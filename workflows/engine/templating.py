@@ -1,0 +1,121 @@
+"""Render prompt templates by plain `{name}` substitution.
+
+Not `str.format` (which reaches attributes and indexes: `{x.__class__}`) and not Jinja (which
+runs code): a small tokenizer that knows three kinds of names and nothing else.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Mapping
+
+from workflows.engine.errors import TemplateError
+
+# `{{` and `}}` are literal braces; `{...}` is a placeholder; a lone brace is an error.
+_TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_STEP_REFERENCE = re.compile(r"steps\.([A-Za-z0-9][A-Za-z0-9_-]*)\.response")
+_STEP_NUMBER = re.compile(r"step([1-9][0-9]*)_response")
+
+# A template is a tuple of literal strings and (placeholder,) one-tuples, in order.
+_Piece = str | tuple[str]
+
+
+def _refusal(name: str) -> str | None:
+    """Return why `name` is not a placeholder we substitute, or None if it is one."""
+    if _IDENTIFIER.fullmatch(name) or _STEP_REFERENCE.fullmatch(name):
+        return None
+    if name == "":
+        return "empty placeholder {}; write {{ and }} for literal braces"
+    if name.isdigit():
+        return f"positional placeholder {{{name}}} is not allowed; use a name"
+    if "!" in name:
+        return f"conversion in {{{name}}} is not allowed"
+    if ":" in name:
+        return f"format spec in {{{name}}} is not allowed"
+    if "[" in name:
+        return f"indexing in {{{name}}} is not allowed"
+    if "." in name:
+        return f"attribute access in {{{name}}} is not allowed"
+    return f"{{{name}}} is not a template name; write {{{{ and }}}} for literal braces"
+
+
+@functools.lru_cache(maxsize=1024)
+def _pieces(template: str) -> tuple[_Piece, ...]:
+    pieces: list[_Piece] = []
+    literal: list[str] = []
+    position = 0
+    for token in _TOKEN.finditer(template):
+        literal.append(template[position : token.start()])
+        position = token.end()
+        text = token.group(0)
+        if text in ("{{", "}}"):
+            literal.append(text[0])
+            continue
+        name = token.group(1)
+        if name is None:
+            raise TemplateError(text, f"single {text!r} in template; write {text * 2} for a brace")
+        problem = _refusal(name)
+        if problem:
+            raise TemplateError(name, problem)
+        pieces.append("".join(literal))
+        literal = []
+        pieces.append((name,))
+    literal.append(template[position:])
+    pieces.append("".join(literal))
+    return tuple(p for p in pieces if p != "")
+
+
+def template_names(template: str) -> list[str]:
+    """Return the placeholder names of `template` in order of first use.
+
+    Raise TemplateError naming the first refused placeholder (`{x.__class__}`, `{0}`,
+    `{x[0]}`, `{x!r}`, `{x:>10}`, a lone brace).
+    """
+    names: dict[str, None] = {}
+    for piece in _pieces(template):
+        if isinstance(piece, tuple):
+            names[piece[0]] = None
+    return list(names)
+
+
+def step_number(name: str) -> int | None:
+    """Return N for a `stepN_response` name, or None for any other name."""
+    found = _STEP_NUMBER.fullmatch(name)
+    return int(found.group(1)) if found else None
+
+
+def step_reference(name: str) -> str | None:
+    """Return KEY for a `steps.KEY.response` name, or None for any other name."""
+    found = _STEP_REFERENCE.fullmatch(name)
+    return found.group(1) if found else None
+
+
+def as_text(value: object) -> str:
+    """Return the text a value is substituted as: strings as is, others as JSON."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def render(template: str, context: Mapping[str, object]) -> str:
+    """Substitute every `{name}` of `template` from `context`.
+
+    Raise TemplateError with the name when a placeholder is refused or not in `context`.
+    """
+    out: list[str] = []
+    for piece in _pieces(template):
+        if isinstance(piece, str):
+            out.append(piece)
+            continue
+        name = piece[0]
+        try:
+            value = context[name]
+        except KeyError:
+            raise TemplateError(name, f"unknown template name '{name}'") from None
+        out.append(as_text(value))
+    return "".join(out)
