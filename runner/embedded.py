@@ -54,8 +54,12 @@ def start() -> TestWorkController:
 def _beat() -> None:
     """Run the periodic duties: pick up stalled runs (at once on start), expire human tasks."""
     from .human import tasks_expire
-    from .maintenance import reap
+    from .maintenance import reap, recover_on_start
 
+    try:
+        recover_on_start()
+    except Exception:
+        log.exception("could not pick up unfinished runs")
     while True:
         close_old_connections()
         try:

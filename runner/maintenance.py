@@ -38,3 +38,19 @@ def reap(*, now: object = None) -> int:
         log.info("run %s: handing it to a worker again", run_id)
         enqueue(run_id)
     return len(ids)
+
+
+def recover_on_start() -> int:
+    """Hand every runnable run to a worker again; for the embedded worker's start.
+
+    With the embedded default there is one process, so a lease found at start belongs to a
+    process that is gone: release it rather than wait for it to expire.
+    """
+    runs = Run.objects.filter(status__in=RUNNABLE).exclude(next={})
+    runs.update(lease_token="", lease_expires_at=None)
+    ids = list(runs.values_list("pk", flat=True))
+    for run_id in ids:
+        enqueue(run_id)
+    if ids:
+        log.info("picked up %d unfinished runs", len(ids))
+    return len(ids)
