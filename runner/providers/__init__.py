@@ -1,0 +1,27 @@
+"""LLM providers behind one small protocol: ``get_provider(actor).complete(request)``.
+
+No Django import at module level: the runner, the CLI and tests use these without settings.
+"""
+
+from __future__ import annotations
+
+from .base import (
+    ChatRequest,
+    ChatResult,
+    Provider,
+    ProviderConfigError,
+    ProviderError,
+    ProviderTimeoutError,
+)
+from .urls import DEFAULT_ALLOWLIST, validate_base_url
+
+__all__ = [
+    "DEFAULT_ALLOWLIST",
+    "ChatRequest",
+    "ChatResult",
+    "Provider",
+    "ProviderConfigError",
+    "ProviderError",
+    "ProviderTimeoutError",
+    "validate_base_url",
+]

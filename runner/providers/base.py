@@ -1,0 +1,93 @@
+"""The provider protocol: a chat request in, a chat result out, errors saying if retrying helps."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+TokenCallback = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """Describe one call to a model.
+
+    ``timeout_s`` is the budget of the whole call, retries and backoff included: a provider
+    returns or raises within it (plus a small margin), so a worker never hangs on a model.
+    ``call_index`` counts how many times this actor alias was already called in the run;
+    scripted actors use it to pick their reply.
+    """
+
+    prompt: str
+    model: str
+    system: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float = 60
+    call_index: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.timeout_s > 0:
+            raise ValueError(f"timeout_s must be positive, not {self.timeout_s!r}")
+        if self.call_index < 0:
+            raise ValueError(f"call_index must not be negative, not {self.call_index!r}")
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """Hold a model's full answer and what it cost.
+
+    Token counts are None when the server did not report them. ``latency_ms`` covers the
+    whole call, retries included, because that is what the run waited for.
+    """
+
+    text: str
+    tokens_in: int | None
+    tokens_out: int | None
+    latency_ms: int
+    model: str
+
+
+class ProviderError(Exception):
+    """Report a failed model call; ``retryable`` says whether trying again later can help."""
+
+    def __init__(self, message: str, *, retryable: bool, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retryable = retryable
+        self.status_code = status_code
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ProviderConfigError(ProviderError):
+    """Report a config mistake (bad base URL, missing env var, bad script); never retryable."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=False)
+
+
+class ProviderTimeoutError(ProviderError):
+    """Report that the call ran out of its time budget.
+
+    Separate from other failures because recipes branch on it (``execution_timeout``).
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=True)
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """Answer chat requests; every backend (HTTP or scripted) implements this."""
+
+    def complete(
+        self, request: ChatRequest, *, on_token: TokenCallback | None = None
+    ) -> ChatResult:
+        """Return the model's full answer, streaming each text delta to ``on_token`` if given.
+
+        Raise ProviderError (or a subclass) for every failure the backend can cause; an
+        exception raised by ``on_token`` itself propagates unchanged.
+        """
+        ...
