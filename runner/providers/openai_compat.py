@@ -1,0 +1,665 @@
+"""A provider for any server that speaks the OpenAI chat completions API (OpenAI, vLLM, Ollama...).
+
+The openai SDK does the HTTP and the SSE decoding; this module owns what the SDK leaves to
+its caller and the runner cannot do without:
+
+- one time budget per call (``ChatRequest.timeout_s``) covering every attempt and backoff,
+  enforced between chunks and, through a watchdog on the socket, during a stalled read;
+- our own retry loop (the SDK's is off) so backoff honours ``Retry-After`` within that
+  budget and never replays a stream whose tokens were already handed out;
+- a cap on response size, and clear errors for bodies that are not what the API promises;
+- the SSRF guard of ``urls.py`` applied to every connection, not only to the configured URL.
+
+The response bodies are parsed here rather than by the SDK's lenient model construction,
+so a malformed body becomes a clear ProviderError instead of an AttributeError later.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+import json
+import random
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NoReturn, cast
+
+import httpx
+import openai
+
+from .base import (
+    ChatRequest,
+    ChatResult,
+    ProviderConfigError,
+    ProviderError,
+    ProviderTimeoutError,
+    TokenCallback,
+)
+from .urls import DEFAULT_ALLOWLIST, Allowlist, check_base_url, connect_addresses
+
+MAX_RESPONSE_CHARS = 200_000
+# Hard ceiling on any body, streamed or not: SSE wraps every few characters in a JSON
+# envelope, so a legitimate long stream is many times larger than its text.
+MAX_BODY_BYTES = 16 * 1024 * 1024
+MAX_RETRY_AFTER_S = 30.0
+BASE_BACKOFF_S = 0.5
+MAX_BACKOFF_S = 8.0
+_RETRYABLE_STATUSES = frozenset({408, 425, 429})
+# Keys the provider sets itself; letting actor params override them would break parsing.
+_RESERVED_PARAMS = frozenset({"model", "messages", "stream", "stream_options", "n"})
+_EXCERPT_CHARS = 200
+_MIN_SECRET_CHARS = 8
+_NO_AMBIENT_HEADERS = cast(
+    "dict[str, str]", {"OpenAI-Organization": openai.Omit(), "OpenAI-Project": openai.Omit()}
+)
+
+
+class _Secret:
+    """Keep an API key out of reprs, tracebacks' locals and logs."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        """Return the secret, for the one place that sends it."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "'***'"
+
+
+class _BodyTooLarge(Exception):
+    """Signal from the transport: the body went past the byte ceiling."""
+
+
+class _DeadlinePassed(Exception):
+    """Signal from the transport: the call's time budget ran out while reading."""
+
+
+class _Failure(Exception):
+    """Describe one failed attempt; the retry loop turns the last one into a ProviderError."""
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        retryable: bool,
+        detail: str = "",
+        kind: str = "error",
+        status_code: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.detail = detail
+        self.retryable = retryable
+        self.kind = kind  # "error", "timeout" or "config"
+        self.status_code = status_code
+        self.retry_after = retry_after
+
+
+class _Watchdog:
+    """Shut a response's socket down at the deadline, so a stalled read returns at once.
+
+    A read timeout alone is not enough: it bounds each read, not the sum of them, so a
+    server that stalls after trickling for a while would hold the worker past the budget.
+    """
+
+    def __init__(self, sock: socket.socket, delay: float) -> None:
+        self.fired = threading.Event()
+        self._sock = sock
+        self._timer = threading.Timer(max(delay, 0.0), self._cut)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _cut(self) -> None:
+        self.fired.set()
+        # The base-class method, so that on a TLS socket the SSL object is left alone for
+        # the reading thread, which then sees a plain end of stream.
+        with contextlib.suppress(OSError):
+            socket.socket.shutdown(self._sock, socket.SHUT_RDWR)
+
+    def cancel(self) -> None:
+        """Stop the timer; the response was read or dropped in time."""
+        self._timer.cancel()
+
+
+class _GuardedStream(httpx.SyncByteStream):
+    """Wrap a response body: enforce the byte ceiling and the deadline between chunks."""
+
+    def __init__(
+        self,
+        inner: httpx.SyncByteStream,
+        *,
+        deadline: float,
+        max_bytes: int,
+        watchdog: _Watchdog | None,
+    ) -> None:
+        self._inner = inner
+        self._deadline = deadline
+        self._max_bytes = max_bytes
+        self._watchdog = watchdog
+
+    def __iter__(self) -> Iterator[bytes]:
+        received = 0
+        try:
+            for chunk in self._inner:
+                received += len(chunk)
+                if received > self._max_bytes:
+                    raise _BodyTooLarge(f"response body exceeded {self._max_bytes} bytes")
+                if time.monotonic() > self._deadline:
+                    raise _DeadlinePassed()
+                yield chunk
+        except httpx.TransportError as exc:
+            if self._cut_short():
+                raise _DeadlinePassed() from exc
+            raise
+        # A body without a length ends at end of stream, which is also what the watchdog's
+        # shutdown looks like: a cut body must not pass for a complete one.
+        if self._cut_short():
+            raise _DeadlinePassed()
+
+    def _cut_short(self) -> bool:
+        fired = self._watchdog is not None and self._watchdog.fired.is_set()
+        return fired or time.monotonic() >= self._deadline
+
+    def close(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+        self._inner.close()
+
+
+class _GuardedTransport(httpx.BaseTransport):
+    """Connect only to checked addresses, and guard every response body (see _GuardedStream)."""
+
+    def __init__(self, *, allowlist: Allowlist, deadline: float, max_body_bytes: int) -> None:
+        self._inner = httpx.HTTPTransport()
+        self._allowlist = allowlist
+        self._deadline = deadline
+        self._max_body_bytes = max_body_bytes
+        self._watchdogs: list[_Watchdog] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        port = url.port or (443 if url.scheme == "https" else 80)
+        addresses = connect_addresses(url.host, port, self._allowlist)
+        if addresses is None:
+            response = self._inner.handle_request(request)
+        else:
+            response = self._send_pinned(request, addresses)
+        watchdog = None
+        network_stream = response.extensions.get("network_stream")
+        sock = network_stream.get_extra_info("socket") if network_stream is not None else None
+        if isinstance(sock, socket.socket):
+            watchdog = _Watchdog(sock, self._deadline - time.monotonic())
+            self._watchdogs.append(watchdog)
+        assert isinstance(response.stream, httpx.SyncByteStream)
+        return httpx.Response(
+            status_code=response.status_code,
+            headers=response.headers,
+            stream=_GuardedStream(
+                response.stream,
+                deadline=self._deadline,
+                max_bytes=self._max_body_bytes,
+                watchdog=watchdog,
+            ),
+            extensions=response.extensions,
+        )
+
+    def _send_pinned(self, request: httpx.Request, addresses: list[str]) -> httpx.Response:
+        """Send to the checked addresses in turn, keeping the name for Host and TLS."""
+        original_url = request.url
+        if original_url.scheme == "https":
+            request.extensions = {"sni_hostname": original_url.host, **request.extensions}
+        last_error: httpx.ConnectError | None = None
+        for address in addresses:
+            request.url = original_url.copy_with(host=address)
+            try:
+                return self._inner.handle_request(request)
+            except httpx.ConnectError as exc:
+                # Nothing was sent yet, so the next address is as safe to try as the first.
+                last_error = exc
+            finally:
+                request.url = original_url
+        assert last_error is not None
+        raise last_error
+
+    def close(self) -> None:
+        for watchdog in self._watchdogs:
+            watchdog.cancel()
+        self._inner.close()
+
+
+class OpenAICompatibleProvider:
+    """Call an OpenAI-compatible chat completions API, with retries inside one time budget."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        *,
+        max_retries: int = 3,
+        connect_timeout: float = 5,
+        allowlist: Sequence[str] = DEFAULT_ALLOWLIST,
+        sleep: Callable[[float], None] = time.sleep,
+        max_response_chars: int = MAX_RESPONSE_CHARS,
+        max_body_bytes: int = MAX_BODY_BYTES,
+    ) -> None:
+        if max_retries < 0:
+            raise ProviderConfigError(f"max_retries must not be negative, not {max_retries}")
+        if not connect_timeout > 0:
+            raise ProviderConfigError(f"connect_timeout must be positive, not {connect_timeout}")
+        self._allowlist = Allowlist.parse(allowlist)
+        self.base_url = check_base_url(base_url, allowlist=self._allowlist).url
+        self._api_key = _Secret(api_key) if api_key else None
+        self.max_retries = max_retries
+        self.connect_timeout = connect_timeout
+        self.max_response_chars = max_response_chars
+        self.max_body_bytes = max_body_bytes
+        self._sleep = sleep
+
+    def __repr__(self) -> str:
+        key = "<set>" if self._api_key else None
+        return f"{type(self).__name__}(base_url={self.base_url!r}, api_key={key})"
+
+    def complete(
+        self, request: ChatRequest, *, on_token: TokenCallback | None = None
+    ) -> ChatResult:
+        """Return the model's answer, streaming text deltas to ``on_token`` when given.
+
+        Transient failures (connection, timeout before the budget ends, 408/425/429, 5xx)
+        are retried up to ``max_retries`` times with exponential backoff and jitter, or
+        after ``Retry-After``, as long as the wait fits in ``request.timeout_s``. A stream
+        that fails after tokens were delivered is not retried here: the caller has already
+        seen part of an answer, so it decides.
+        """
+        reserved = sorted(_RESERVED_PARAMS.intersection(request.params))
+        if reserved:
+            raise ProviderConfigError(f"{self._who()}: params may not set {', '.join(reserved)}")
+        started = time.monotonic()
+        deadline = started + request.timeout_s
+        attempts = 0
+        while True:
+            attempts += 1
+            emitted = [0]
+            try:
+                text, tokens_in, tokens_out, model = self._attempt(
+                    request, on_token=on_token, deadline=deadline, emitted=emitted
+                )
+            except _Failure as failure:
+                if emitted[0]:
+                    failure.detail = _join(
+                        failure.detail, f"{emitted[0]} characters had been streamed"
+                    )
+                    self._give_up(failure, attempts, request)
+                if not failure.retryable or attempts > self.max_retries:
+                    self._give_up(failure, attempts, request)
+                delay = failure.retry_after
+                if delay is None:
+                    delay = min(MAX_BACKOFF_S, BASE_BACKOFF_S * 2 ** (attempts - 1))
+                    delay *= 0.5 + random.random() / 2
+                remaining = deadline - time.monotonic()
+                if delay >= remaining:
+                    if failure.kind != "timeout":
+                        failure.detail = _join(
+                            failure.detail,
+                            f"no time left to retry within {request.timeout_s:g} s",
+                        )
+                    self._give_up(failure, attempts, request)
+                self._sleep(delay)
+                continue
+            latency_ms = int((time.monotonic() - started) * 1000)
+            return ChatResult(text, tokens_in, tokens_out, latency_ms, model or request.model)
+
+    # -- one attempt -------------------------------------------------------------------
+
+    def _attempt(
+        self,
+        request: ChatRequest,
+        *,
+        on_token: TokenCallback | None,
+        deadline: float,
+        emitted: list[int],
+    ) -> tuple[str, int | None, int | None, str | None]:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _Failure("did not answer", retryable=True, kind="timeout")
+        streaming = on_token is not None
+        messages: list[dict[str, str]] = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        messages.append({"role": "user", "content": request.prompt})
+        transport = _GuardedTransport(
+            allowlist=self._allowlist, deadline=deadline, max_body_bytes=self.max_body_bytes
+        )
+        timeout = httpx.Timeout(
+            remaining, connect=min(self.connect_timeout, remaining), read=remaining
+        )
+        # trust_env=False: a proxy from the environment would resolve names itself and
+        # skip the address check; see urls.py.
+        with httpx.Client(
+            transport=transport, follow_redirects=False, trust_env=False, timeout=timeout
+        ) as http_client:
+            client = openai.OpenAI(
+                base_url=self.base_url,
+                # An empty key makes the SDK send no Authorization header at all, and a
+                # non-None value stops it from reading OPENAI_API_KEY, which belongs to
+                # whoever runs the server, not to this actor.
+                api_key=self._api_key.reveal() if self._api_key else "",
+                max_retries=0,
+                timeout=timeout,
+                http_client=http_client,
+                # Nor should the host's OPENAI_ORG_ID / OPENAI_PROJECT_ID reach this server.
+                # Omit removes a default header; the SDK's annotation only admits str.
+                default_headers=_NO_AMBIENT_HEADERS,
+            )
+            extra: dict[str, Any] = {}
+            if streaming:
+                extra["stream_options"] = {"include_usage": True}
+            try:
+                raw = client.chat.completions.with_raw_response.create(
+                    model=request.model,
+                    messages=messages,  # type: ignore[arg-type]
+                    stream=streaming,
+                    timeout=timeout,
+                    extra_body=dict(request.params) or None,
+                    **extra,
+                )
+            except openai.APIStatusError as exc:
+                raise self._status_failure(exc) from exc
+            except openai.APIConnectionError as exc:
+                raise _transport_failure(exc, self.connect_timeout) from exc
+            except openai.OpenAIError as exc:
+                raise _Failure("failed", retryable=False, detail=str(exc)) from exc
+
+            response = raw.http_response
+            content_type = response.headers.get("content-type", "")
+            if streaming and "event-stream" in content_type:
+                stream = raw.parse()
+                assert isinstance(stream, openai.Stream)
+                return self._read_stream(stream, on_token, deadline, emitted)
+            # Some compatible servers ignore "stream": read the plain answer, then hand it
+            # over in one piece.
+            text, tokens_in, tokens_out, model = self._read_body(response, content_type)
+            if on_token is not None and text:
+                emitted[0] += len(text)
+                on_token(text)
+            return text, tokens_in, tokens_out, model
+
+    def _read_body(
+        self, response: httpx.Response, content_type: str
+    ) -> tuple[str, int | None, int | None, str | None]:
+        try:
+            body = response.read()
+        except (httpx.HTTPError, _BodyTooLarge, _DeadlinePassed, ProviderError) as exc:
+            raise _transport_failure(exc, self.connect_timeout) from exc
+        try:
+            data = json.loads(body)
+        except ValueError:
+            raise _Failure(
+                "answered with a body that is not valid JSON",
+                retryable=False,
+                detail=f"Content-Type {content_type or 'missing'}: "
+                + _excerpt(body.decode("utf-8", "replace")),
+            ) from None
+        text, model = _completion_text(data)
+        if len(text) > self.max_response_chars:
+            raise _Failure(
+                f"response exceeded {self.max_response_chars} characters", retryable=False
+            )
+        tokens_in, tokens_out = _usage(data)
+        return text, tokens_in, tokens_out, model
+
+    def _read_stream(
+        self,
+        stream: openai.Stream[Any],
+        on_token: TokenCallback | None,
+        deadline: float,
+        emitted: list[int],
+    ) -> tuple[str, int | None, int | None, str | None]:
+        parts: list[str] = []
+        total = 0
+        tokens_in = tokens_out = None
+        model: str | None = None
+        saw_choices = False
+        try:
+            for chunk in _chunks(stream, deadline, self.connect_timeout):
+                chunk_model = _field(chunk, "model")
+                if isinstance(chunk_model, str) and chunk_model:
+                    model = chunk_model
+                usage_in, usage_out = _usage(chunk)
+                tokens_in = usage_in if usage_in is not None else tokens_in
+                tokens_out = usage_out if usage_out is not None else tokens_out
+                choices = _field(chunk, "choices")
+                if not isinstance(choices, list):
+                    continue
+                saw_choices = True
+                delta = _chunk_delta(choices)
+                if not delta:
+                    continue
+                total += len(delta)
+                if total > self.max_response_chars:
+                    raise _Failure(
+                        f"response exceeded {self.max_response_chars} characters",
+                        retryable=False,
+                    )
+                parts.append(delta)
+                if on_token is not None:
+                    emitted[0] += len(delta)
+                    on_token(delta)
+        finally:
+            stream.close()
+        if not saw_choices:
+            raise _Failure("answered with a stream that carried no choices", retryable=False)
+        return "".join(parts), tokens_in, tokens_out, model
+
+    # -- errors ------------------------------------------------------------------------
+
+    def _status_failure(self, exc: openai.APIStatusError) -> _Failure:
+        status = exc.status_code
+        detail = _status_detail(exc)
+        if 300 <= status < 400:
+            location = exc.response.headers.get("location", "nowhere")
+            return _Failure(
+                f"answered {status}",
+                retryable=False,
+                detail=f"redirect to {_excerpt(location)} not followed; fix the base URL",
+                status_code=status,
+            )
+        retryable = status in _RETRYABLE_STATUSES or status >= 500
+        return _Failure(
+            f"answered {status}",
+            retryable=retryable,
+            detail=detail,
+            status_code=status,
+            retry_after=_retry_after(exc.response.headers) if retryable else None,
+        )
+
+    def _who(self) -> str:
+        return f"{self.name} at {self.base_url}"
+
+    def _give_up(self, failure: _Failure, attempts: int, request: ChatRequest) -> NoReturn:
+        """Raise the ProviderError for the last failed attempt.
+
+        Raised ``from None``: the SDK's exceptions quote raw server bodies, which may echo
+        the credentials, while this message carries what matters, redacted.
+        """
+        after = f" after {attempts} attempts" if attempts > 1 else ""
+        detail = self._redact(failure.detail)
+        if failure.kind == "timeout":
+            message = f"{self._who()} did not answer within {request.timeout_s:g} s{after}"
+            raise ProviderTimeoutError(_join(message, detail)) from None
+        message = _join(f"{self._who()} {self._redact(failure.reason)}{after}", detail)
+        if failure.kind == "config":
+            raise ProviderConfigError(message) from None
+        raise ProviderError(
+            message, retryable=failure.retryable, status_code=failure.status_code
+        ) from None
+
+    def _redact(self, text: str) -> str:
+        # Servers sometimes echo the credentials they rejected. Values too short to be real
+        # keys (Ollama's placeholder "ollama") are left alone: replacing them would garble
+        # ordinary words in the message and hide nothing.
+        key = self._api_key.reveal() if self._api_key else ""
+        if len(key) >= _MIN_SECRET_CHARS and key in text:
+            return text.replace(key, "***")
+        return text
+
+
+def _chunks(stream: openai.Stream[Any], deadline: float, connect_timeout: float) -> Iterator[Any]:
+    """Yield the stream's chunks, turning every way it can fail into a _Failure."""
+    iterator = iter(stream)
+    while True:
+        try:
+            chunk = next(iterator)
+        except StopIteration:
+            return
+        except openai.APIError as exc:
+            raise _Failure(
+                "reported an error mid-stream", retryable=True, detail=_excerpt(exc.message)
+            ) from exc
+        except ValueError as exc:
+            raise _Failure(
+                "sent a stream event that is not valid JSON", retryable=False, detail=str(exc)
+            ) from exc
+        except (httpx.HTTPError, _BodyTooLarge, _DeadlinePassed, ProviderError) as exc:
+            raise _transport_failure(exc, connect_timeout) from exc
+        if time.monotonic() > deadline:
+            raise _Failure("did not answer", retryable=True, kind="timeout")
+        yield chunk
+
+
+def _transport_failure(exc: BaseException, connect_timeout: float) -> _Failure:
+    """Classify a failure below HTTP status level: connection, timeout, size, SSRF refusal."""
+    for cause in _causes(exc):
+        if isinstance(cause, _DeadlinePassed):
+            return _Failure("did not answer", retryable=True, kind="timeout")
+        if isinstance(cause, _BodyTooLarge):
+            return _Failure(str(cause), retryable=False)
+        if isinstance(cause, ProviderConfigError):
+            return _Failure(str(cause), retryable=False, kind="config")
+        if isinstance(cause, ProviderError):
+            return _Failure("failed", retryable=cause.retryable, detail=str(cause))
+        if isinstance(cause, httpx.ConnectTimeout):
+            return _Failure(f"could not connect within {connect_timeout:g} s", retryable=True)
+        if isinstance(cause, httpx.TimeoutException):
+            return _Failure("did not answer", retryable=True, kind="timeout")
+        if isinstance(cause, httpx.ConnectError):
+            return _Failure("could not be reached", retryable=True, detail=str(cause))
+        if isinstance(cause, httpx.HTTPError):
+            return _Failure("broke the connection", retryable=True, detail=str(cause))
+    return _Failure("could not be reached", retryable=True, detail=str(exc))
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    # The SDK wraps transport exceptions in APIConnectionError; what matters is underneath.
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _completion_text(data: object) -> tuple[str, str | None]:
+    """Return a completion body's text and model, or raise a _Failure saying what is off."""
+    if not isinstance(data, dict):
+        raise _Failure("answered with JSON that is not an object", retryable=False)
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        error = data.get("error")
+        if error:
+            message = error.get("message") if isinstance(error, dict) else error
+            raise _Failure("answered with an error", retryable=False, detail=_excerpt(str(message)))
+        raise _Failure("answered without choices", retryable=False)
+    message = _field(choices[0], "message")
+    content = _field(message, "content")
+    if not isinstance(message, dict) or not (content is None or isinstance(content, str)):
+        raise _Failure("answered without a text message in choices[0]", retryable=False)
+    model = data.get("model")
+    return content or "", model if isinstance(model, str) else None
+
+
+def _chunk_delta(choices: list[Any]) -> str:
+    text = ""
+    for choice in choices:
+        index = _field(choice, "index")
+        if index not in (None, 0):
+            continue
+        content = _field(_field(choice, "delta"), "content")
+        if content is None:
+            continue
+        if not isinstance(content, str):
+            raise _Failure("sent a stream chunk whose content is not text", retryable=False)
+        text += content
+    return text
+
+
+def _usage(obj: object) -> tuple[int | None, int | None]:
+    usage = _field(obj, "usage")
+    return _count(_field(usage, "prompt_tokens")), _count(_field(usage, "completion_tokens"))
+
+
+def _count(value: object) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
+def _field(obj: object, name: str) -> Any:
+    """Read ``name`` from a dict or an SDK model, None when absent; bodies are untrusted."""
+    if isinstance(obj, dict):
+        return obj.get(name)
+    if obj is None or isinstance(obj, str | int | float | list):
+        return None
+    return getattr(obj, name, None)
+
+
+def _retry_after(headers: httpx.Headers) -> float | None:
+    """Return the wait the server asked for, in seconds, capped at MAX_RETRY_AFTER_S."""
+    seconds: float | None = None
+    try:
+        if "retry-after-ms" in headers:
+            seconds = float(headers["retry-after-ms"]) / 1000
+        elif "retry-after" in headers:
+            value = headers["retry-after"]
+            try:
+                seconds = float(value)
+            except ValueError:
+                when = email.utils.parsedate_to_datetime(value)
+                seconds = when.timestamp() - time.time()
+    except (ValueError, TypeError, OverflowError):
+        return None
+    if seconds is None or seconds != seconds:  # NaN
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
+
+
+def _status_detail(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        message = body.get("message")
+        return _excerpt(message if isinstance(message, str) else json.dumps(body))
+    if isinstance(body, str):
+        return _excerpt(body)
+    try:
+        return _excerpt(exc.response.text)
+    except httpx.HTTPError:
+        return ""
+
+
+def _excerpt(text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) > _EXCERPT_CHARS:
+        return text[:_EXCERPT_CHARS] + "…"
+    return text
+
+
+def _join(message: str, detail: str) -> str:
+    return f"{message}: {detail}" if detail else message

@@ -1,0 +1,417 @@
+"""A local stand-in for OpenAI-compatible servers and Ollama, scripted per test.
+
+Each ``POST /v1/chat/completions`` takes the next behaviour from a queue (``enqueue``) or,
+once the queue is empty, ``default``. Answers come as JSON or as SSE, whichever the request
+asked for, like the real servers. ``GET /api/tags`` and ``GET /v1/models`` list ``models``.
+Every request is recorded in ``requests``.
+
+Use it through the ``stub_server`` fixture (import it into a conftest), or directly::
+
+    with StubServer() as server:
+        server.enqueue(reply("Once upon a time"), error(500))
+        provider = OpenAICompatibleProvider(server.base_url, "key", allowlist=[server.address])
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+CHAT_PATH = "/v1/chat/completions"
+# Marks where in a body the stub stops talking for ``stall_s``.
+_STALL = None
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """Say how the stub answers one chat request; build one with the functions below."""
+
+    kind: str
+    text: str = ""
+    chunks: tuple[str, ...] | None = None
+    usage: tuple[int, int] | None = (7, 11)
+    model: str | None = None
+    status: int = 200
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+    content_type: str = "application/json"
+    events: tuple[str, ...] = ()
+    delay_s: float = 0
+    interval_s: float = 0
+    stall_s: float = 0
+
+
+def reply(
+    text: str = "stub answer",
+    *,
+    chunks: Sequence[str] | None = None,
+    usage: tuple[int, int] | None = (7, 11),
+    model: str | None = None,
+    delay_s: float = 0,
+    interval_s: float = 0,
+    stall_s: float = 0,
+) -> Behaviour:
+    """Answer ``text`` (streamed as ``chunks`` when given, else word by word).
+
+    ``delay_s`` waits before the headers (a slow server); ``interval_s`` waits before each
+    text chunk after the first (a trickling one); ``stall_s`` waits after the text, before
+    the end of the answer (one that stops talking mid-answer). A plain JSON answer with an
+    interval or a stall is sent in 16-byte pieces, stalling before the last one.
+    """
+    if chunks is not None:
+        text = "".join(chunks)
+    return Behaviour(
+        "reply",
+        text=text,
+        chunks=tuple(chunks) if chunks is not None else None,
+        usage=usage,
+        model=model,
+        delay_s=delay_s,
+        interval_s=interval_s,
+        stall_s=stall_s,
+    )
+
+
+def error(
+    status: int, message: str = "stub error", *, headers: dict[str, str] | None = None
+) -> Behaviour:
+    """Answer ``status`` with an OpenAI-style error body."""
+    body = json.dumps({"error": {"message": message, "type": "stub_error", "code": None}})
+    return Behaviour(
+        "raw", status=status, body=body.encode(), headers=tuple((headers or {}).items())
+    )
+
+
+def rate_limited(retry_after: str | None = "1", *, header: str = "Retry-After") -> Behaviour:
+    """Answer 429, asking to retry after ``retry_after`` (seconds, or an HTTP date)."""
+    headers = {header: retry_after} if retry_after is not None else {}
+    return error(429, "Rate limit reached", headers=headers)
+
+
+def raw(
+    body: bytes | str,
+    *,
+    status: int = 200,
+    content_type: str = "application/json",
+    headers: dict[str, str] | None = None,
+) -> Behaviour:
+    """Answer exactly ``body``, whatever the request asked for."""
+    data = body.encode() if isinstance(body, str) else body
+    return Behaviour(
+        "raw",
+        status=status,
+        body=data,
+        content_type=content_type,
+        headers=tuple((headers or {}).items()),
+    )
+
+
+def sse(*events: str) -> Behaviour:
+    """Answer a ``text/event-stream`` made of ``events`` exactly as given (``data: …\\n\\n``)."""
+    return Behaviour("sse", events=events)
+
+
+def redirect(location: str, status: int = 302) -> Behaviour:
+    """Answer a redirect to ``location``."""
+    return Behaviour("raw", status=status, headers=(("Location", location),))
+
+
+def hang_up() -> Behaviour:
+    """Close the connection without answering."""
+    return Behaviour("hang_up")
+
+
+@dataclass
+class RecordedRequest:
+    """One request the stub received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes = b""
+    json: Any = field(default=None)
+
+    @property
+    def prompt(self) -> str | None:
+        """Return the last user message of a chat request."""
+        messages = (self.json or {}).get("messages") or []
+        users = [m.get("content") for m in messages if m.get("role") == "user"]
+        return users[-1] if users else None
+
+    @property
+    def model(self) -> str | None:
+        """Return the model a chat request asked for."""
+        return (self.json or {}).get("model")
+
+
+class StubServer:
+    """Serve the OpenAI and Ollama wire formats on 127.0.0.1, on a free port, in a thread."""
+
+    def __init__(self) -> None:
+        self.requests: list[RecordedRequest] = []
+        self.default: Behaviour = reply()
+        self.models: list[str] = ["llama3.2:latest", "qwen3:latest"]
+        self._queue: deque[Behaviour] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd.stub = self
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    @property
+    def port(self) -> int:
+        """Return the port the stub listens on."""
+        return int(self._httpd.server_address[1])
+
+    @property
+    def address(self) -> str:
+        """Return ``127.0.0.1:PORT``, the allowlist entry that lets providers call the stub."""
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """Return the server root, as Ollama's base URL is usually written."""
+        return f"http://{self.address}"
+
+    @property
+    def base_url(self) -> str:
+        """Return the OpenAI-compatible base URL (``/v1``)."""
+        return f"{self.url}/v1"
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        """Return the chat completion requests received so far."""
+        return [r for r in self.requests if r.path == CHAT_PATH]
+
+    def enqueue(self, *behaviours: Behaviour) -> None:
+        """Queue how the next chat requests are answered, in order."""
+        with self._lock:
+            self._queue.extend(behaviours)
+
+    def start(self) -> StubServer:
+        """Start serving; return self."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and wake handlers that are waiting, so no thread outlives the test."""
+        self._stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> StubServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def _next(self) -> Behaviour:
+        with self._lock:
+            return self._queue.popleft() if self._queue else self.default
+
+    def _wait(self, seconds: float) -> bool:
+        """Wait ``seconds``; return True if the stub is stopping."""
+        return self._stopping.wait(seconds) if seconds > 0 else self._stopping.is_set()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    stub: StubServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients that give up (timeouts, size caps) close their end; that is the point of
+        # those tests, not a failure of the stub.
+        pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    # -- routing -----------------------------------------------------------------------
+
+    def do_GET(self) -> None:
+        stub = self.server.stub
+        stub._record(RecordedRequest("GET", self.path, self._headers()))
+        if self.path == "/api/tags":
+            models = [{"name": m, "model": m, "size": 1, "digest": "0" * 12} for m in stub.models]
+            self._send_json(200, {"models": models})
+        elif self.path == "/v1/models":
+            data = [
+                {"id": m, "object": "model", "created": 0, "owned_by": "library"}
+                for m in stub.models
+            ]
+            self._send_json(200, {"object": "list", "data": data})
+        else:
+            self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self) -> None:
+        stub = self.server.stub
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        try:
+            payload = json.loads(body) if body else None
+        except ValueError:
+            payload = None
+        stub._record(RecordedRequest("POST", self.path, self._headers(), body, payload))
+        if self.path != CHAT_PATH:
+            self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        behaviour = stub._next()
+        if stub._wait(behaviour.delay_s):
+            return
+        streaming = bool(isinstance(payload, dict) and payload.get("stream"))
+        model = behaviour.model or (payload or {}).get("model") or "stub-model"
+        try:
+            if behaviour.kind == "hang_up":
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+            elif behaviour.kind == "raw":
+                self._send_raw(behaviour)
+            elif behaviour.kind == "sse":
+                self._send_chunked(
+                    behaviour, [e.encode() for e in behaviour.events], "text/event-stream"
+                )
+            elif streaming:
+                self._send_chunked(
+                    behaviour, _sse_body(behaviour, model, payload), "text/event-stream"
+                )
+            else:
+                body = json.dumps(_completion(behaviour, model)).encode()
+                if behaviour.interval_s or behaviour.stall_s:
+                    pieces: list[bytes | None] = [body[i : i + 16] for i in range(0, len(body), 16)]
+                    pieces.insert(len(pieces) - 1, _STALL)
+                    self._send_chunked(behaviour, pieces, "application/json")
+                else:
+                    self._send_bytes(200, body, "application/json")
+        except OSError:
+            # The client hung up first (its deadline or size cap): expected in those tests.
+            self.close_connection = True
+
+    # -- writing -----------------------------------------------------------------------
+
+    def _headers(self) -> dict[str, str]:
+        return {key.lower(): value for key, value in self.headers.items()}
+
+    def _send_json(self, status: int, data: Any) -> None:
+        self._send_bytes(status, json.dumps(data).encode(), "application/json")
+
+    def _send_bytes(
+        self, status: int, body: bytes, content_type: str, headers: Sequence[tuple[str, str]] = ()
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        for key, value in headers:
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
+        self.close_connection = True
+
+    def _send_raw(self, behaviour: Behaviour) -> None:
+        self._send_bytes(
+            behaviour.status, behaviour.body, behaviour.content_type, behaviour.headers
+        )
+
+    def _send_chunked(
+        self, behaviour: Behaviour, pieces: Iterable[bytes | None], content_type: str
+    ) -> None:
+        stub = self.server.stub
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        first = True
+        for piece in pieces:
+            if piece is _STALL:
+                if stub._wait(behaviour.stall_s):
+                    return
+                continue
+            if not first and stub._wait(behaviour.interval_s):
+                return
+            first = False
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+def _completion(behaviour: Behaviour, model: str) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": behaviour.text},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+    if behaviour.usage is not None:
+        data["usage"] = _usage(behaviour.usage)
+    return data
+
+
+def _sse_body(behaviour: Behaviour, model: str, payload: Any) -> Iterator[bytes | None]:
+    def event(data: dict[str, Any]) -> bytes:
+        return f"data: {json.dumps(data)}\n\n".encode()
+
+    base = {"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 0, "model": model}
+    pieces = behaviour.chunks if behaviour.chunks is not None else _words(behaviour.text)
+    role = event({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
+    for index, piece in enumerate(pieces):
+        text = event({**base, "choices": [{"index": 0, "delta": {"content": piece}}]})
+        # The role rides with the first text chunk so interval_s paces text chunks only.
+        yield role + text if index == 0 else text
+    if not pieces:
+        yield role
+    yield _STALL
+    yield event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    include_usage = ((payload or {}).get("stream_options") or {}).get("include_usage")
+    if include_usage and behaviour.usage is not None:
+        yield event({**base, "choices": [], "usage": _usage(behaviour.usage)})
+    yield b"data: [DONE]\n\n"
+
+
+def _usage(usage: tuple[int, int]) -> dict[str, int]:
+    return {
+        "prompt_tokens": usage[0],
+        "completion_tokens": usage[1],
+        "total_tokens": usage[0] + usage[1],
+    }
+
+
+def _words(text: str) -> list[str]:
+    words = text.split(" ")
+    return [w + " " for w in words[:-1]] + [words[-1]] if text else []
+
+
+@pytest.fixture
+def stub_server() -> Iterator[StubServer]:
+    """Yield a running StubServer, stopped after the test."""
+    with StubServer() as server:
+        yield server
