@@ -13,15 +13,19 @@ from .base import (
     ProviderError,
     ProviderTimeoutError,
 )
+from .registry import PROVIDERS, ActorConfig, get_provider
 from .urls import DEFAULT_ALLOWLIST, validate_base_url
 
 __all__ = [
     "DEFAULT_ALLOWLIST",
+    "PROVIDERS",
+    "ActorConfig",
     "ChatRequest",
     "ChatResult",
     "Provider",
     "ProviderConfigError",
     "ProviderError",
     "ProviderTimeoutError",
+    "get_provider",
     "validate_base_url",
 ]
