@@ -1,0 +1,154 @@
+"""Load the demo: scripted actors, the `editors` reviewer group, two users and the demo recipes.
+
+Safe to run on every start: actors are updated in place, existing users keep their password
+(unless `--reset-password`), and a recipe is re-imported and re-published only when its file
+changed. Passwords are generated here and printed once; none is stored in the repository.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser, Group, Permission
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+
+from workflows.adapters import document_from_recipe
+from workflows.demo import (
+    DEMO_USERNAME,
+    REVIEWER_GROUP,
+    REVIEWER_USERNAME,
+    recipe_files,
+)
+from workflows.demo.actors import DEMO_ACTORS
+from workflows.models import Actor, Recipe
+from workflows.services import RecipeConflict, recipe_import, recipe_publish, recipe_share
+from workflows.validators import RecipeRejected
+
+# The demo user is staff so the admin opens; these apps' permissions let it see their models.
+STAFF_APPS = ("workflows", "runner")
+PUBLISH_NOTE = "Published by seed_demo from {file}"
+
+
+@dataclass
+class Summary:
+    """What one seeding did, printed at the end (after the transaction committed)."""
+
+    actors_created: list[str] = field(default_factory=list)
+    actors_updated: list[str] = field(default_factory=list)
+    users: list[str] = field(default_factory=list)
+    recipes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+class Command(BaseCommand):
+    help = "Create or update the demo actors, reviewers and recipes (idempotent)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--reset-password",
+            action="store_true",
+            help="give the demo and reviewer users new passwords (printed)",
+        )
+
+    def handle(self, *args: Any, reset_password: bool, **options: Any) -> None:
+        summary = Summary()
+        with transaction.atomic():
+            group, _ = Group.objects.get_or_create(name=REVIEWER_GROUP)
+            self._seed_actors(summary)
+            demo = self._seed_user(
+                DEMO_USERNAME, group=group, staff=True, reset=reset_password, summary=summary
+            )
+            self._seed_user(
+                REVIEWER_USERNAME, group=group, staff=False, reset=reset_password, summary=summary
+            )
+            for path in recipe_files():
+                self._seed_recipe(path, owner=demo, group=group, summary=summary)
+        self._print(summary)
+
+    def _seed_actors(self, summary: Summary) -> None:
+        for spec in DEMO_ACTORS:
+            values = {k: v for k, v in spec.items() if k != "name"}
+            actor, created = Actor.objects.update_or_create(name=spec["name"], defaults=values)
+            actor.full_clean()
+            (summary.actors_created if created else summary.actors_updated).append(actor.name)
+
+    def _seed_user(
+        self, username: str, *, group: Group, staff: bool, reset: bool, summary: Summary
+    ) -> AbstractBaseUser:
+        users = get_user_model().objects
+        user = users.filter(username=username).first()
+        password = None
+        if user is None:
+            password = secrets.token_urlsafe(12)
+            user = users.create_user(username=username, password=password)
+            status = f"user {username} created, password: {password}"
+        elif reset:
+            password = secrets.token_urlsafe(12)
+            user.set_password(password)
+            status = f"user {username} exists, new password: {password}"
+        else:
+            status = f"user {username} exists (password unchanged; use --reset-password)"
+        if staff:
+            user.is_staff = True
+            user.user_permissions.add(
+                *Permission.objects.filter(content_type__app_label__in=STAFF_APPS)
+            )
+        user.save()
+        user.groups.add(group)
+        summary.users.append(status)
+        return user
+
+    def _seed_recipe(
+        self, path: Path, *, owner: AbstractBaseUser, group: Group, summary: Summary
+    ) -> None:
+        data = path.read_bytes()
+        document = json.loads(data)
+        recipe = Recipe.objects.filter(slug=document.get("slug")).first()
+        if recipe is not None and document_from_recipe(recipe) == document:
+            state = "unchanged"
+        else:
+            try:
+                result = recipe_import(user=owner, data=data, replace=True)
+            except RecipeRejected as exc:
+                raise CommandError(
+                    f"{path.name} was not imported:\n" + "\n".join(f"  {e}" for e in exc.errors)
+                ) from None
+            except RecipeConflict as exc:
+                raise CommandError(f"{path.name}: {exc}") from None
+            recipe = result.recipe
+            state = "imported" if result.created else "updated"
+            summary.warnings += [f"{recipe.slug}: {w}" for w in result.warnings]
+        recipe_share(recipe=recipe, users=[], groups=[group])
+        latest = recipe.latest_version
+        # Runs start from a published version: publish the first one, and a new one when the
+        # file changed since the last published version.
+        if latest is None or (state != "unchanged" and latest.document != document):
+            latest = recipe_publish(
+                recipe=recipe, user=owner, note=PUBLISH_NOTE.format(file=path.name)
+            )
+            state += f", published v{latest.number}"
+        else:
+            state += f", v{latest.number}"
+        summary.recipes.append(f"{recipe.slug} ({state})")
+
+    def _print(self, summary: Summary) -> None:
+        out = self.stdout
+        actors = len(summary.actors_created) + len(summary.actors_updated)
+        out.write(
+            f"Demo actors: {actors} ({len(summary.actors_created)} created, "
+            f"{len(summary.actors_updated)} updated)"
+        )
+        out.write(f"Reviewer group: {REVIEWER_GROUP}")
+        for line in summary.users:
+            out.write(self.style.SUCCESS(line) if "password:" in line else line)
+        out.write(f"Demo recipes ({len(summary.recipes)}):")
+        for line in summary.recipes:
+            out.write(f"  {line}")
+        for warning in summary.warnings:
+            out.write(self.style.WARNING(f"  warning: {warning}"))
