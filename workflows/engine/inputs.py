@@ -64,7 +64,7 @@ def resolve_inputs(
             errors.append(f"inputs.{name}: unknown input; declared: {', '.join(schema) or 'none'}")
     for name, spec in schema.items():
         kind = str(spec.get("type", "string"))
-        if name in inputs:
+        if inputs.get(name) is not None:  # null is the same as leaving the input out
             value = _coerce(kind, inputs[name])
             problem = input_type_problem(kind, value)
             if problem:

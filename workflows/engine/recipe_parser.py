@@ -87,6 +87,7 @@ class _Parser:
         self.errors: list[str] = []
         self.actors: dict[str, str] = {}
         self.inputs: dict[str, dict[str, Any]] = {}
+        self.input_names: set[str] = set()
         self.keys: list[str] = []
         self.step_count = 0
         self.route_names: set[str] = set()
@@ -163,6 +164,8 @@ class _Parser:
             if name == "feedback" or step_number(name) is not None:
                 self.error(path, f"the name '{name}' is reserved for templates")
                 continue
+            # Known even if its spec is wrong, so templates naming it report nothing more.
+            self.input_names.add(name)
             spec = self.mapping(spec_doc, path)
             if spec is None:
                 if spec_doc is None:
@@ -335,7 +338,7 @@ class _Parser:
                 self.error(path, problem)
 
     def template_name_problem(self, name: str) -> str | None:
-        if name == "feedback" or name in self.inputs:
+        if name == "feedback" or name in self.input_names:
             return None
         number = step_number(name)
         if number is not None:
@@ -347,7 +350,7 @@ class _Parser:
             if key in self.keys:
                 return None
             return f"unknown template name '{name}'; there is no step '{key}'"
-        return f"unknown template name '{name}'; declared inputs: {_listed(self.inputs)}"
+        return f"unknown template name '{name}'; declared inputs: {_listed(self.input_names)}"
 
     def validation(self, value: object, path: str) -> dict[str, Any] | None:
         doc = self.mapping(value, path)

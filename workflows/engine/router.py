@@ -118,13 +118,14 @@ def _context(
 def _tree_move(
     graph: RecipeGraph, step: StepSpec, state: RunState, result: StepResult
 ) -> tuple[Move | None, Evaluation]:
-    if result.leaf is not None:
-        leaf, reason = result.leaf, f"tree reached leaf {result.leaf}"
-    else:
-        if step.tree is None:
-            raise EngineError(f"step '{step.key}' has no decision tree")
-        outcome = evaluate_tree(step.tree, state.facts)
-        leaf, reason = outcome.leaf, " → ".join(outcome.trace)
+    if step.tree is None:
+        raise EngineError(f"step '{step.key}' has no decision tree")
+    # The facts are those the runner walked the tree over (a tree step leaves them as they
+    # were), so walking it again gives the trace for the log at no model cost.
+    outcome = evaluate_tree(step.tree, state.facts)
+    leaf, reason = outcome.leaf, " → ".join(outcome.trace)
+    if result.leaf is not None and result.leaf != leaf:
+        leaf, reason = result.leaf, f"the runner reported leaf {result.leaf}"
     target = step.leaf_targets.get(leaf, leaf)
     name = f"leaf:{leaf}"
     if target == END:

@@ -17,6 +17,7 @@ from workflows.engine.errors import TemplateError
 _TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _STEP_REFERENCE = re.compile(r"steps\.([A-Za-z0-9][A-Za-z0-9_-]*)\.response")
+_FORMAT_FIELD = re.compile(r"(\w+)((?:\.\w+|\[[^\]]*\])*)(![a-z])?(:.*)?", re.DOTALL)
 _STEP_NUMBER = re.compile(r"step([1-9][0-9]*)_response")
 
 # A template is a tuple of literal strings and (placeholder,) one-tuples, in order.
@@ -29,17 +30,20 @@ def _refusal(name: str) -> str | None:
         return None
     if name == "":
         return "empty placeholder {}; write {{ and }} for literal braces"
-    if name.isdigit():
+    # Name what str.format would have done with it, so the author sees why it is refused.
+    found = _FORMAT_FIELD.fullmatch(name)
+    if found is None:
+        return f"{{{name}}} is not a template name; write {{{{ and }}}} for literal braces"
+    base, accessors, conversion, spec = found.groups()
+    if base.isdigit():
         return f"positional placeholder {{{name}}} is not allowed; use a name"
-    if "!" in name:
+    if conversion:
         return f"conversion in {{{name}}} is not allowed"
-    if ":" in name:
+    if spec is not None:
         return f"format spec in {{{name}}} is not allowed"
-    if "[" in name:
+    if accessors.startswith("["):
         return f"indexing in {{{name}}} is not allowed"
-    if "." in name:
-        return f"attribute access in {{{name}}} is not allowed"
-    return f"{{{name}}} is not a template name; write {{{{ and }}}} for literal braces"
+    return f"attribute access in {{{name}}} is not allowed"
 
 
 @functools.lru_cache(maxsize=1024)
