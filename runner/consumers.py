@@ -1,0 +1,283 @@
+"""Websocket consumers: a run's events, the reviewers' tasks and the run list's status badges.
+
+Websockets only push (DESIGN.md §5, STYLE habit 8): decisions and cancels come back as HTTP
+POSTs. What they push comes from `runner.events`, after commit.
+
+Messages sent to the browser, as JSON:
+
+`/ws/runs/{id}/?after=N`
+    {"type": "events", "events": [{"seq", "type", "at", "data"}, ...]}  every event after N,
+        each once and in seq order: first replayed from RunEvent, then live;
+    {"type": "replayed", "last": SEQ}  once, when the replay has caught up;
+    {"type": "token", "seq": STEP_SEQ, "text": "..."}  streamed text of a running step (not stored).
+`/ws/reviews/`
+    {"type": "tasks", "tasks": [TASK, ...]}  the open tasks of the user's groups, on connect;
+    {"type": "task", "kind": "created" | "closed", "task": TASK}  then every change.
+`/ws/runs/` (send {"watch": [RUN_ID, ...]} to follow runs besides one's own)
+    {"type": "status", "run": ID, "status": "...", "outcome": "..."}
+
+A connection the user may not open (anonymous, or a run they may not see) is closed before it is
+accepted, which the browser sees as a failed handshake.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.consumer import get_handler_name
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from . import events
+from .human import task_payload
+from .models import RunEvent
+from .selectors import runs_visible_to, tasks_for_reviewer
+from .status import TERMINAL
+
+log = logging.getLogger(__name__)
+
+# Close codes (4000-4999 are the application's): the client should not retry these as they are.
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_FORBIDDEN = 4403
+CLOSE_BAD_REQUEST = 4400
+
+REPLAY_BATCH = 500
+MAX_WATCHED_RUNS = 200
+
+
+class _Consumer(AsyncJsonWebsocketConsumer):
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """Call the message's handler without Channels' connection clean-up hop first.
+
+        Channels closes stale database connections before every handler, in the one thread that
+        runs all consumers' database work: a thread hop on every live push, which also waits
+        behind any replay query in progress. These handlers reach the database only through
+        `database_sync_to_async`, which does that clean-up itself.
+        """
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
+
+
+class RunEventsConsumer(_Consumer):
+    """Send a run's events after `?after=N`: replayed from the database, then live.
+
+    The consumer joins the run's group *before* reading the log, so nothing committed after the
+    read can be missed; live messages that arrive while the replay runs are held back, and once the
+    replay is done only those newer than the last replayed event are sent. Later, an event that
+    jumps over a sequence number (pushes from different processes may overtake each other) makes
+    the consumer fetch the missing ones from the log first. Every event thus goes out once, in order.
+    """
+
+    run_id: int
+    last_seq: int
+    replaying: bool
+    held: list[dict[str, Any]]
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
+        after = _query_int(self.scope, "after", default=0)
+        if after is None:
+            await self.close(code=CLOSE_BAD_REQUEST)
+            return
+        if not await self._may_see_run(user):
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        # Pushes from this process (the embedded worker, decisions made in HTTP requests) must go
+        # through the loop that holds the in-memory layer's queues: this one.
+        events.publisher.use_loop(asyncio.get_running_loop())
+        self.last_seq = after
+        self.replaying = True
+        self.held = []
+        self.send_lock = asyncio.Lock()
+        group = events.run_group(self.run_id)
+        self.groups.append(group)  # discarded by the base class on disconnect
+        await self.channel_layer.group_add(group, self.channel_name)
+        await self.accept()
+        self.replay_task = asyncio.create_task(self._replay())
+
+    async def disconnect(self, code: int) -> None:
+        task = getattr(self, "replay_task", None)
+        if task is not None and not task.done():
+            task.cancel()
+
+    async def _replay(self) -> None:
+        try:
+            while True:
+                batch = await self.fetch_events(self.last_seq, REPLAY_BATCH)
+                if batch:
+                    async with self.send_lock:
+                        self.last_seq = batch[-1]["seq"]
+                        await self.send_json({"type": "events", "events": batch})
+                if len(batch) < REPLAY_BATCH:
+                    break
+            async with self.send_lock:
+                # No await between taking the held messages and leaving replay mode: a live
+                # message dispatched from now on waits for the lock, then goes out after these.
+                held, self.held, self.replaying = self.held, [], False
+                for message in held:
+                    await self._forward(message)
+                await self.send_json({"type": "replayed", "last": self.last_seq})
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("run %s: replay failed", self.run_id)
+            await self.close(code=1011)
+
+    @database_sync_to_async
+    def fetch_events(self, after: int, limit: int) -> list[dict[str, Any]]:
+        """Return up to `limit` of the run's events after seq `after`, in order."""
+        rows = RunEvent.objects.filter(run_id=self.run_id, seq__gt=after).order_by("seq")[:limit]
+        return [events.serialize_event(row) for row in rows]
+
+    @database_sync_to_async
+    def fetch_between(self, after: int, before: int) -> list[dict[str, Any]]:
+        rows = RunEvent.objects.filter(run_id=self.run_id, seq__gt=after, seq__lt=before).order_by(
+            "seq"
+        )
+        return [events.serialize_event(row) for row in rows]
+
+    async def run_events(self, message: dict[str, Any]) -> None:
+        """Handle `run.events` from the group: new events of the run, after their commit."""
+        if self.replaying:
+            self.held.append(message)
+            return
+        async with self.send_lock:
+            await self._forward(message)
+
+    async def run_token(self, message: dict[str, Any]) -> None:
+        """Handle `run.token`: streamed text of the running step."""
+        if self.replaying:
+            self.held.append(message)
+            return
+        async with self.send_lock:
+            await self._forward(message)
+
+    async def _forward(self, message: dict[str, Any]) -> None:
+        """Send a group message on; the caller holds the send lock."""
+        if message["type"] == "run.token":
+            data = message["event"]["data"]
+            await self.send_json({"type": "token", "seq": data["seq"], "text": data["text"]})
+            return
+        fresh = sorted(
+            (e for e in message["events"] if e["seq"] > self.last_seq), key=lambda e: e["seq"]
+        )
+        if not fresh:
+            return
+        if fresh[0]["seq"] > self.last_seq + 1:
+            # Events are numbered under the run's row lock, so the missing ones are committed.
+            missing = await self.fetch_between(self.last_seq, fresh[0]["seq"])
+            fresh = missing + fresh
+        self.last_seq = fresh[-1]["seq"]
+        await self.send_json({"type": "events", "events": fresh})
+
+    @database_sync_to_async
+    def _may_see_run(self, user: Any) -> bool:
+        return runs_visible_to(user).filter(pk=self.run_id).exists()
+
+
+class ReviewsConsumer(_Consumer):
+    """Send the open tasks of the user's reviewer groups, then every task created or closed."""
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        events.publisher.use_loop(asyncio.get_running_loop())
+        group_ids = await self._group_ids(user)
+        for group_id in group_ids:
+            group = events.reviews_group(group_id)
+            self.groups.append(group)
+            await self.channel_layer.group_add(group, self.channel_name)
+        await self.accept()
+        # Joined first, then the snapshot: a change in between arrives after it, and applying a
+        # change twice (created twice, closed twice) is harmless.
+        await self.send_json({"type": "tasks", "tasks": await self._open_tasks(user)})
+
+    async def task_changed(self, message: dict[str, Any]) -> None:
+        """Handle `task.changed` from a reviewers' group."""
+        await self.send_json({"type": "task", "kind": message["kind"], "task": message["task"]})
+
+    @database_sync_to_async
+    def _group_ids(self, user: Any) -> list[int]:
+        return list(user.groups.values_list("pk", flat=True))
+
+    @database_sync_to_async
+    def _open_tasks(self, user: Any) -> list[dict[str, Any]]:
+        return [task_payload(task) for task in tasks_for_reviewer(user)]
+
+
+class RunListConsumer(_Consumer):
+    """Send status changes of the user's own runs, and of the runs the page asks to watch."""
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        events.publisher.use_loop(asyncio.get_running_loop())
+        self.watched: set[int] = set()
+        group = events.runs_list_group(user.pk)
+        self.groups.append(group)
+        await self.channel_layer.group_add(group, self.channel_name)
+        await self.accept()
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        """Watch the runs listed in `{"watch": [id, ...]}` that the user may see and are active."""
+        ids = content.get("watch") if isinstance(content, dict) else None
+        if not isinstance(ids, list):
+            return
+        wanted = {i for i in ids if isinstance(i, int) and not isinstance(i, bool)} - self.watched
+        room = MAX_WATCHED_RUNS - len(self.watched)
+        if not wanted or room <= 0:
+            return
+        for run_id, status in await self._active_visible(sorted(wanted)[:room]):
+            self.watched.add(run_id)
+            group = events.run_group(run_id)
+            self.groups.append(group)
+            await self.channel_layer.group_add(group, self.channel_name)
+            # The run may have moved on since the page was rendered.
+            await self.send_json({"type": "status", "run": run_id, "status": status})
+
+    async def run_status(self, message: dict[str, Any]) -> None:
+        """Handle `run.status` from the user's own runs."""
+        await self.send_json({"type": "status", "run": message["run"], "status": message["status"]})
+
+    async def run_events(self, message: dict[str, Any]) -> None:
+        """Handle `run.events` of a watched run: pass on its status changes only."""
+        for event in message["events"]:
+            if event["type"] in events.STATUS_EVENT_TYPES:
+                data = event["data"]
+                await self.send_json(
+                    {
+                        "type": "status",
+                        "run": message["run"],
+                        "status": data.get("status"),
+                        "outcome": data.get("outcome", ""),
+                    }
+                )
+
+    async def run_token(self, message: dict[str, Any]) -> None:
+        """Streamed text is of no use to a list."""
+
+    @database_sync_to_async
+    def _active_visible(self, ids: list[int]) -> list[tuple[int, str]]:
+        runs = runs_visible_to(self.scope["user"]).filter(pk__in=ids).exclude(status__in=TERMINAL)
+        return list(runs.values_list("pk", "status"))
+
+
+def _query_int(scope: dict[str, Any], name: str, *, default: int) -> int | None:
+    """Return a whole-number query parameter, the default when absent, None when malformed."""
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get(name)
+    if not values:
+        return default
+    return int(values[-1]) if values[-1].isdigit() else None

@@ -1,0 +1,385 @@
+"""The websockets, through the real ASGI application (session cookie, origin check, routing)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
+from django.db import transaction
+from django.test import Client
+
+from config.asgi import application
+from runner import consumers, events
+from runner.consumers import RunEventsConsumer
+from runner.models import HumanTask, Run, StepRun
+from runner.status import RunStatus, StepStatus
+from tests.factories import GroupFactory, UserFactory
+from workflows.models import Recipe
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ORIGIN = b"http://localhost"
+
+
+@pytest.fixture(autouse=True)
+async def fresh_channel_layer() -> AsyncIterator[None]:
+    layer = get_channel_layer()
+    await layer.flush()
+    yield
+    await layer.flush()
+
+
+def session_cookie(user: Any) -> bytes:
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}".encode()
+
+
+async def connect(
+    path: str, user: Any = None, *, origin: bytes = ORIGIN
+) -> tuple[WebsocketCommunicator, bool, Any]:
+    headers = [(b"origin", origin), (b"host", b"localhost")]
+    if user is not None:
+        headers.append((b"cookie", await sync_to_async(session_cookie)(user)))
+    communicator = WebsocketCommunicator(application, path, headers=headers)
+    connected, code = await communicator.connect()
+    return communicator, connected, code
+
+
+def new_run(recipe: Recipe, user: Any) -> Run:
+    return Run.objects.create(
+        recipe=recipe, version=recipe.latest_version, created_by=user, inputs={"topic": "owls"}
+    )
+
+
+def add_events(run_id: int, count: int, type_: str = "step.started") -> list[int]:
+    """Record `count` events on the run the way the runner does; return their seq numbers."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        rows = events.record(run, [(type_, {"n": i}) for i in range(count)])
+        run.save(update_fields=["event_seq"])
+    return [row.seq for row in rows]
+
+
+async def receive_events(communicator: WebsocketCommunicator, until_seq: int) -> list[int]:
+    """Collect event seqs (checking there is nothing else but tokens) up to `until_seq`."""
+    seqs: list[int] = []
+    while not seqs or seqs[-1] < until_seq:
+        message = await communicator.receive_json_from(timeout=5)
+        if message["type"] == "events":
+            seqs += [e["seq"] for e in message["events"]]
+    return seqs
+
+
+# --- who may connect ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/ws/runs/{run}/", "/ws/runs/", "/ws/reviews/"])
+async def test_it_refuses_an_anonymous_user(story_recipe: Recipe, owner: Any, path: str) -> None:
+    run = await sync_to_async(new_run)(story_recipe, owner)
+
+    communicator, connected, _ = await connect(path.format(run=run.pk))
+
+    assert not connected
+    await communicator.disconnect()
+
+
+async def test_it_refuses_a_user_who_may_not_see_the_run(story_recipe: Recipe, owner: Any) -> None:
+    run = await sync_to_async(new_run)(story_recipe, owner)
+    stranger = await sync_to_async(UserFactory)(username="mallory")
+
+    _, connected, code = await connect(f"/ws/runs/{run.pk}/", stranger)
+
+    assert not connected
+    assert code == consumers.CLOSE_FORBIDDEN
+
+
+async def test_it_refuses_a_run_that_does_not_exist(owner: Any) -> None:
+    _, connected, code = await connect("/ws/runs/999999/", owner)
+
+    assert (connected, code) == (False, consumers.CLOSE_FORBIDDEN)
+
+
+async def test_it_refuses_a_malformed_after(story_recipe: Recipe, owner: Any) -> None:
+    run = await sync_to_async(new_run)(story_recipe, owner)
+
+    _, connected, code = await connect(f"/ws/runs/{run.pk}/?after=x", owner)
+
+    assert (connected, code) == (False, consumers.CLOSE_BAD_REQUEST)
+
+
+async def test_it_refuses_a_page_from_another_site(story_recipe: Recipe, owner: Any) -> None:
+    run = await sync_to_async(new_run)(story_recipe, owner)
+
+    _, connected, _ = await connect(f"/ws/runs/{run.pk}/", owner, origin=b"https://evil.example")
+
+    assert not connected
+
+
+async def test_a_reviewer_the_recipe_is_shared_with_may_watch(
+    story_recipe: Recipe, owner: Any, reviewer: Any, editors: Any
+) -> None:
+    await sync_to_async(story_recipe.shared_with_groups.add)(editors)
+    run = await sync_to_async(new_run)(story_recipe, owner)
+
+    communicator, connected, _ = await connect(f"/ws/runs/{run.pk}/", reviewer)
+
+    assert connected
+    await communicator.disconnect()
+
+
+# --- replay, then live -----------------------------------------------------------------------
+
+
+async def test_it_replays_the_events_after_n_then_sends_live_ones(
+    story_recipe: Recipe, owner: Any
+) -> None:
+    run = await sync_to_async(new_run)(story_recipe, owner)
+    await sync_to_async(add_events)(run.pk, 5)
+
+    communicator, connected, _ = await connect(f"/ws/runs/{run.pk}/?after=2", owner)
+    assert connected
+    replayed = await communicator.receive_json_from(timeout=5)
+    caught_up = await communicator.receive_json_from(timeout=5)
+    await sync_to_async(add_events)(run.pk, 2)
+    live = await communicator.receive_json_from(timeout=5)
+
+    assert [e["seq"] for e in replayed["events"]] == [3, 4, 5]
+    assert replayed["events"][0] | {"at": None} == {
+        "seq": 3,
+        "type": "step.started",
+        "at": None,
+        "data": {"n": 2},
+    }
+    assert caught_up == {"type": "replayed", "last": 5}
+    assert [e["seq"] for e in live["events"]] == [6, 7]
+    await communicator.disconnect()
+
+
+async def test_it_delivers_every_event_once_in_order_when_events_arrive_during_the_replay(
+    story_recipe: Recipe, owner: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = await sync_to_async(new_run)(story_recipe, owner)
+    await sync_to_async(add_events)(run.pk, 4)
+    loop = asyncio.get_running_loop()
+    held = threading.Semaphore(0)
+    original_fetch = RunEventsConsumer.__dict__["fetch_events"].func
+    original_handler = RunEventsConsumer.run_events
+    calls = []
+
+    async def counting_handler(self: RunEventsConsumer, message: dict[str, Any]) -> None:
+        await original_handler(self, message)
+        held.release()
+
+    def racing_fetch(self: RunEventsConsumer, after: int, limit: int) -> list[dict[str, Any]]:
+        rows = original_fetch(self, after, limit)
+        calls.append(after)
+        if len(calls) == 1:
+            # While the replay has read 2..4: two events commit (and are pushed live), and a late
+            # push of events 3 and 4, committed before the read, arrives too.
+            add_events(run.pk, 2)
+            stale = [events.serialize_event(e) for e in run.events.filter(seq__in=[3, 4])]
+            asyncio.run_coroutine_threadsafe(
+                get_channel_layer().group_send(
+                    events.run_group(run.pk), {"type": "run.events", "run": run.pk, "events": stale}
+                ),
+                loop,
+            ).result(timeout=5)
+            for _ in range(2):
+                assert held.acquire(timeout=5), "the live messages did not reach the consumer"
+        return rows
+
+    monkeypatch.setattr(RunEventsConsumer, "run_events", counting_handler)
+    monkeypatch.setattr(
+        RunEventsConsumer, "fetch_events", consumers.database_sync_to_async(racing_fetch)
+    )
+
+    communicator, connected, _ = await connect(f"/ws/runs/{run.pk}/?after=1", owner)
+    assert connected
+    seqs = await receive_events(communicator, until_seq=6)
+    caught_up = await communicator.receive_json_from(timeout=5)
+    await sync_to_async(add_events)(run.pk, 1)
+    seqs += await receive_events(communicator, until_seq=7)
+
+    assert seqs == [2, 3, 4, 5, 6, 7]
+    assert caught_up == {"type": "replayed", "last": 6}
+    assert await communicator.receive_nothing(timeout=0.2)
+    await communicator.disconnect()
+
+
+async def test_it_pages_through_a_long_log(
+    story_recipe: Recipe, owner: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(consumers, "REPLAY_BATCH", 3)
+    run = await sync_to_async(new_run)(story_recipe, owner)
+    await sync_to_async(add_events)(run.pk, 10)
+
+    communicator, connected, _ = await connect(f"/ws/runs/{run.pk}/", owner)
+
+    assert connected
+    assert await receive_events(communicator, until_seq=10) == list(range(1, 11))
+    assert (await communicator.receive_json_from(timeout=5))["type"] == "replayed"
+    await communicator.disconnect()
+
+
+async def test_it_fetches_events_a_later_push_overtook(story_recipe: Recipe, owner: Any) -> None:
+    run = await sync_to_async(new_run)(story_recipe, owner)
+    communicator, connected, _ = await connect(f"/ws/runs/{run.pk}/", owner)
+    assert connected
+    assert (await communicator.receive_json_from(timeout=5))["type"] == "replayed"
+
+    # Events 1 and 2 commit, but only 2 is pushed (its push overtook 1's, from another process).
+    def commit_quietly() -> list[dict[str, Any]]:
+        with transaction.atomic():
+            locked = Run.objects.select_for_update().get(pk=run.pk)
+            rows = events.record(locked, [("step.started", {}), ("step.finished", {})])
+            locked.save(update_fields=["event_seq"])
+            transaction.get_connection().run_on_commit.clear()
+        return [events.serialize_event(rows[1])]
+
+    overtaking = await sync_to_async(commit_quietly)()
+    await get_channel_layer().group_send(
+        events.run_group(run.pk), {"type": "run.events", "run": run.pk, "events": overtaking}
+    )
+
+    assert await receive_events(communicator, until_seq=2) == [1, 2]
+    await communicator.disconnect()
+
+
+async def test_it_passes_streamed_tokens_on(story_recipe: Recipe, owner: Any) -> None:
+    run = await sync_to_async(new_run)(story_recipe, owner)
+    communicator, connected, _ = await connect(f"/ws/runs/{run.pk}/", owner)
+    assert connected
+    assert (await communicator.receive_json_from(timeout=5))["type"] == "replayed"
+
+    await sync_to_async(events.push_token)(run.pk, 1, "Once upon")
+
+    assert await communicator.receive_json_from(timeout=5) == {
+        "type": "token",
+        "seq": 1,
+        "text": "Once upon",
+    }
+    await communicator.disconnect()
+
+
+# --- reviewers' tasks --------------------------------------------------------------------------
+
+
+def open_task(run: Run, group: Any) -> HumanTask:
+    step = StepRun.objects.create(
+        run=run,
+        seq=1,
+        step_key="review",
+        step_name="Review",
+        kind="human",
+        status=StepStatus.WAITING_HUMAN,
+        prompt="Is it good?",
+    )
+    return HumanTask.objects.create(
+        run=run,
+        step_run=step,
+        step_key="review",
+        group=group,
+        question="Is it good?",
+        material="A <b>story</b>",
+        options=["approve", "reject", "revise"],
+    )
+
+
+async def test_a_reviewer_gets_the_open_tasks_then_changes_for_their_groups_only(
+    story_recipe: Recipe, owner: Any, reviewer: Any, editors: Any
+) -> None:
+    run = await sync_to_async(new_run)(story_recipe, owner)
+    task = await sync_to_async(open_task)(run, editors)
+    others = await sync_to_async(GroupFactory)(name="lawyers")
+
+    communicator, connected, _ = await connect("/ws/reviews/", reviewer)
+    assert connected
+    snapshot = await communicator.receive_json_from(timeout=5)
+
+    def change(group_id: int, kind: str) -> None:
+        with transaction.atomic():
+            events.push_task_change([group_id], kind, {"id": task.pk, "group": "x"})
+
+    await sync_to_async(change)(others.pk, "created")
+    await sync_to_async(change)(editors.pk, "closed")
+    pushed = await communicator.receive_json_from(timeout=5)
+
+    assert [t["id"] for t in snapshot["tasks"]] == [task.pk]
+    assert snapshot["tasks"][0]["material"] == "A <b>story</b>"
+    assert pushed == {"type": "task", "kind": "closed", "task": {"id": task.pk, "group": "x"}}
+    assert await communicator.receive_nothing(timeout=0.2)
+    await communicator.disconnect()
+
+
+async def test_a_user_outside_the_group_gets_no_tasks(
+    story_recipe: Recipe, owner: Any, editors: Any
+) -> None:
+    run = await sync_to_async(new_run)(story_recipe, owner)
+    await sync_to_async(open_task)(run, editors)
+
+    communicator, connected, _ = await connect("/ws/reviews/", owner)
+
+    assert connected
+    assert await communicator.receive_json_from(timeout=5) == {"type": "tasks", "tasks": []}
+    await communicator.disconnect()
+
+
+# --- the run list ------------------------------------------------------------------------------
+
+
+def set_status(run: Run, status: str, event_type: str = "run.status") -> None:
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        locked.status = status
+        events.record(locked, [(event_type, {"status": status})])
+        locked.save(update_fields=["status", "event_seq"])
+
+
+async def test_the_run_list_hears_of_the_users_own_runs(story_recipe: Recipe, owner: Any) -> None:
+    run = await sync_to_async(new_run)(story_recipe, owner)
+    communicator, connected, _ = await connect("/ws/runs/", owner)
+    assert connected
+
+    await sync_to_async(set_status)(run, RunStatus.RUNNING, "run.started")
+
+    assert await communicator.receive_json_from(timeout=5) == {
+        "type": "status",
+        "run": run.pk,
+        "status": "running",
+    }
+    await communicator.disconnect()
+
+
+async def test_the_run_list_watches_visible_active_runs_only(
+    story_recipe: Recipe, owner: Any, reviewer: Any, editors: Any
+) -> None:
+    shared = await sync_to_async(new_run)(story_recipe, owner)
+    await sync_to_async(story_recipe.shared_with_groups.add)(editors)
+
+    def hidden_run() -> Run:
+        secret = Recipe.objects.create(slug="secret", name="Secret", owner=owner)
+        return Run.objects.create(
+            recipe=secret, version=story_recipe.latest_version, created_by=owner
+        )
+
+    hidden = await sync_to_async(hidden_run)()
+    communicator, connected, _ = await connect("/ws/runs/", reviewer)
+    assert connected
+
+    await communicator.send_json_to({"watch": [shared.pk, hidden.pk, "x", True]})
+    current = await communicator.receive_json_from(timeout=5)
+    await sync_to_async(set_status)(hidden, RunStatus.RUNNING)
+    await sync_to_async(set_status)(shared, RunStatus.RUNNING, "run.started")
+    changed = await communicator.receive_json_from(timeout=5)
+
+    assert current == {"type": "status", "run": shared.pk, "status": "queued"}
+    assert changed == {"type": "status", "run": shared.pk, "status": "running", "outcome": ""}
+    assert await communicator.receive_nothing(timeout=0.2)
+    await communicator.disconnect()
