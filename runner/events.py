@@ -57,7 +57,7 @@ def record(run: Run, events: Iterable[tuple[str, dict[str, Any]]]) -> list[RunEv
 
 def _push_run_events(run_id: int, owner_id: int, rows: list[RunEvent]) -> None:
     payload = [serialize_event(r) for r in rows]
-    publisher.send(run_group(run_id), {"type": "run.events", "events": payload})
+    publisher.send(run_group(run_id), {"type": "run.events", "run": run_id, "events": payload})
     statuses = [e for e in payload if e["type"] in STATUS_EVENT_TYPES]
     if statuses:
         publisher.send(
