@@ -1,10 +1,11 @@
-"""The demo recipes import clean and round-trip; `seed_demo` sets the demo up, idempotently."""
+"""The demo recipes import clean, round-trip and walk every path; `seed_demo` is idempotent."""
 
 from __future__ import annotations
 
 import io
 import json
 import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management import call_command
+from django.utils import timezone
 
+from runner import execution, services
+from runner.human import task_decide, tasks_expire
+from runner.status import RUNNABLE
 from workflows.adapters import document_from_recipe
 from workflows.demo import (
     DEMO_USERNAME,
@@ -20,7 +25,7 @@ from workflows.demo import (
     REVIEWER_USERNAME,
     recipe_files,
 )
-from workflows.demo.actors import DEMO_ACTORS, PRIMES, first_primes
+from workflows.demo.actors import DEMO_ACTORS, DRAGON_STORY, GOOD_ANSWER, PRIMES, first_primes
 from workflows.models import Actor, Recipe, RecipeVersion
 from workflows.services import recipe_import, recipe_lint
 
@@ -32,6 +37,12 @@ SLUGS = {
     "first-1000-primes",
     "document-routing",
 }
+
+
+@pytest.fixture(autouse=True)
+def fast_passwords(settings: Any) -> None:
+    """Hash the seeded users' passwords quickly: these tests are not about hashing."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture
@@ -183,3 +194,367 @@ def test_seed_demo_updates_an_actor_changed_in_the_database() -> None:
 
     writer = Actor.objects.get(name="demo-writer")
     assert writer.config == next(a for a in DEMO_ACTORS if a["name"] == "demo-writer")["config"]
+
+
+# -- Every path of the demo recipes, walked by dry-run scripts (and by the scripted actors) ----
+#
+# The runner's steps are executed here in the test's own thread (`execution.advance`); the
+# queue messages it sends after commit never leave the test transaction.
+
+SHORT = "A keeper, a lamp, a storm. The end."
+STORY = (
+    "Mara kept the lighthouse for thirty winters and knew every storm by its voice. " * 4
+).strip()
+GOOD_SCORES = json.dumps(
+    {"relevance": 24, "helpfulness": 23, "accuracy": 24, "completeness": 22, "feedback": "Good."}
+)
+LOW_SCORES = json.dumps(
+    {"relevance": 10, "helpfulness": 8, "accuracy": 12, "completeness": 5, "feedback": "Vaguer."}
+)
+INTENT = json.dumps({"dataType": "numbers", "expectedFormat": "raw_data"})
+VALID = json.dumps({"dataTypeMatch": True, "qualityScore": 0.97})
+INVALID = json.dumps({"dataTypeMatch": False, "qualityScore": 0.2})
+YES = json.dumps({"selected": True, "reason": "fits"})
+NO = json.dumps({"selected": False, "reason": "does not fit"})
+
+
+@pytest.fixture
+def demo(db: None) -> Any:
+    """Seed the demo without the scripted actors' delays; return the demo user."""
+    seed()
+    for actor in Actor.objects.filter(provider="scripted"):
+        actor.config = {**actor.config, "delay_ms": 0}
+        actor.save()
+    return get_user_model().objects.get(username=DEMO_USERNAME)
+
+
+def start(user: Any, slug: str, inputs: dict[str, Any] | None = None, **script: Any) -> Any:
+    recipe = Recipe.objects.get(slug=slug)
+    run = services.run_start(user=user, recipe=recipe, inputs=inputs or {}, script=script or None)
+    return drive(run)
+
+
+def drive(run: Any) -> Any:
+    """Execute the run's steps until it finishes or waits for a reviewer."""
+    for _ in range(100):
+        run.refresh_from_db()
+        if run.status not in RUNNABLE:
+            return run
+        execution.advance(run.pk, time_slice=60)
+    raise AssertionError(f"run {run.pk} did not stop: {run.status}")
+
+
+def walked(run: Any) -> list[str]:
+    return list(run.steps.order_by("seq").values_list("step_key", flat=True))
+
+
+def taken(run: Any) -> list[str]:
+    return [e.branch for s in run.steps.order_by("seq") for e in s.evaluations.filter(taken=True)]
+
+
+def decide(run: Any, decision: str, comment: str = "") -> Any:
+    task = run.tasks.get(status="open")
+    reviewer = get_user_model().objects.get(username=REVIEWER_USERNAME)
+    task_decide(task_id=task.pk, user=reviewer, decision=decision, comment=comment)
+    return drive(run)
+
+
+@pytest.mark.parametrize(
+    ("script", "status", "outcome", "path", "branches"),
+    [
+        pytest.param(
+            {"writer": [STORY], "judge": ["9"]},
+            "succeeded",
+            "approved",
+            ["generate_story"],
+            ["high_quality_story"],
+            id="approved-by-judge",
+        ),
+        pytest.param(
+            {"writer": [SHORT, STORY], "judge": ["9"]},
+            "succeeded",
+            "approved",
+            ["generate_story", "generate_story"],
+            ["story_too_short", "high_quality_story"],
+            id="too-short-then-longer",
+        ),
+        pytest.param(
+            {"writer": [STORY + " Then came the violence."]},
+            "ended",
+            "ended",
+            ["generate_story"],
+            ["inappropriate_content"],
+            id="inappropriate",
+        ),
+        pytest.param(
+            {"writer": [STORY], "judge": ["7"]},
+            "succeeded",
+            "approved",
+            ["generate_story", "evaluate_quality"],
+            ["default_evaluation", "good_quality"],
+            id="good-enough-after-review",
+        ),
+        pytest.param(
+            {"writer": [STORY], "judge": ["5"], "editors": ["approve"]},
+            "succeeded",
+            "approved",
+            ["generate_story", "evaluate_quality", "editor_review"],
+            ["default_evaluation", "low_quality", "editor_approved"],
+            id="editor-approves",
+        ),
+        pytest.param(
+            {"writer": [STORY], "judge": ["5"], "editors": ["reject: not for us"]},
+            "ended",
+            "ended",
+            ["generate_story", "evaluate_quality", "editor_review"],
+            ["default_evaluation", "low_quality", "editor_rejected"],
+            id="editor-rejects",
+        ),
+        pytest.param(
+            {"writer": [STORY], "judge": ["5"], "editors": ["revise: add a dragon", "approve"]},
+            "succeeded",
+            "approved",
+            [
+                "generate_story",
+                "evaluate_quality",
+                "editor_review",
+                "revise_story",
+                "editor_review",
+            ],
+            [
+                "default_evaluation",
+                "low_quality",
+                "editor_wants_revision",
+                "back_to_review",
+                "editor_approved",
+            ],
+            id="editor-asks-for-a-revision",
+        ),
+    ],
+)
+def test_creative_writing_paths(
+    demo: Any,
+    script: dict[str, Any],
+    status: str,
+    outcome: str,
+    path: list[str],
+    branches: list[str],
+) -> None:
+    run = start(demo, "creative-writing-qc", **script)
+
+    assert (run.status, run.outcome, run.error) == (status, outcome, "")
+    assert walked(run) == path
+    assert taken(run) == branches
+
+
+def test_creative_writing_revision_gets_the_editors_comment_and_the_story(demo: Any) -> None:
+    script = {"writer": [STORY], "judge": ["5"], "editors": ["revise: add a dragon", "approve"]}
+    run = start(demo, "creative-writing-qc", **script)
+
+    revise = run.steps.get(step_key="revise_story")
+    assert revise.prompt.startswith("Revise the story based on this feedback: add a dragon")
+    assert STORY in revise.prompt
+    second_review = run.tasks.order_by("pk").last()
+    assert second_review.material == revise.response
+
+
+def test_creative_writing_ends_when_the_editors_do_not_decide_in_time(demo: Any) -> None:
+    run = start(demo, "creative-writing-qc", writer=[STORY], judge=["5"])
+    assert run.status == "waiting_human"
+    assert run.tasks.get().due_at is not None
+
+    assert tasks_expire(now=timezone.now() + timedelta(days=2)) == 1
+    run = drive(run)
+
+    assert (run.status, run.outcome) == ("ended", "ended")
+    assert taken(run)[-1] == "review_timed_out"
+
+
+def test_creative_writing_with_the_scripted_actors_waits_for_the_editors(demo: Any) -> None:
+    run = start(demo, "creative-writing-qc")
+
+    assert run.status == "waiting_human"
+    assert walked(run) == ["generate_story", "generate_story", "evaluate_quality", "editor_review"]
+    assert taken(run) == ["story_too_short", "default_evaluation", "low_quality"]
+    run = decide(run, "revise", "Add a dragon, please.")
+    assert run.steps.get(step_key="revise_story").response == DRAGON_STORY
+    run = decide(run, "approve")
+    assert (run.status, run.outcome) == ("succeeded", "approved")
+
+
+@pytest.mark.parametrize(
+    ("judge", "attempts", "path", "outcome"),
+    [
+        pytest.param([GOOD_SCORES], 1, ["answer"], "approved", id="confident-at-once"),
+        pytest.param(
+            [LOW_SCORES, GOOD_SCORES], 2, ["answer"], "approved", id="retried-with-feedback"
+        ),
+        pytest.param([LOW_SCORES], 5, ["answer", "context_fallback"], "completed", id="fallback"),
+    ],
+)
+def test_validation_loop_paths(
+    demo: Any, judge: list[str], attempts: int, path: list[str], outcome: str
+) -> None:
+    run = start(demo, "validation-loop", judge=judge)
+
+    assert (run.status, run.outcome) == ("succeeded", outcome)
+    assert walked(run) == path
+    answer = run.steps.get(step_key="answer")
+    assert len(answer.details["validation"]["attempts"]) == attempts
+    assert answer.details["validation"]["used_fallback"] == (attempts == 5)
+
+
+def test_validation_loop_with_the_scripted_actors_passes_on_the_second_attempt(demo: Any) -> None:
+    run = start(demo, "validation-loop")
+
+    assert (run.status, run.outcome) == ("succeeded", "approved")
+    answer = run.steps.get()
+    assert answer.response == GOOD_ANSWER
+    assert len(answer.details["validation"]["attempts"]) == 2
+    assert answer.confidence >= 0.75
+
+
+@pytest.mark.parametrize(
+    ("inputs", "step"),
+    [
+        pytest.param({"unsafe_pages": [2]}, "classify_safety", id="safety"),
+        pytest.param({}, "classify_pii", id="pii-by-default"),
+        pytest.param(
+            {"pii": ["DRIVER_LICENSE"], "image_count": 3, "keywords": ["firearm"]},
+            "classify_images",
+            id="images-and-keywords",
+        ),
+        pytest.param({"pii": [], "image_count": 3}, "classify_base", id="base"),
+    ],
+)
+def test_regulatory_decision_tree_paths(demo: Any, inputs: dict[str, Any], step: str) -> None:
+    run = start(demo, "regulatory-decision-tree", inputs)
+
+    assert (run.status, run.outcome) == ("succeeded", "completed")
+    assert walked(run) == ["choose_prompt", step]
+    assert json.loads(run.steps.get(step_key=step).response)["risk"]
+
+
+def test_first_primes_with_the_scripted_actors_switches_to_the_learned_actor(demo: Any) -> None:
+    run = start(demo, "first-1000-primes")
+
+    assert (run.status, run.outcome) == ("succeeded", "approved")
+    steps = list(run.steps.order_by("seq").values_list("step_key", "actor_alias"))
+    assert steps == [
+        ("analyze_intent", "planner"),
+        ("deliver", "coder"),
+        ("deliver", "coder"),
+        ("deliver", "mathematician"),
+        ("validate_content", "validator"),
+        ("check_progress", "planner"),
+    ]
+    assert taken(run) == [
+        "plan_action",
+        "code_instead_of_data",
+        "still_code",
+        "delivered",
+        "content_valid",
+        "task_complete",
+    ]
+    assert run.steps.get(step_key="deliver", attempt=3).response == PRIMES
+
+
+@pytest.mark.parametrize(
+    ("script", "branches"),
+    [
+        pytest.param(
+            {"coder": ["Sorry, I was unable to do that."]},
+            ["plan_action", "actor_failed", "delivered", "content_valid", "task_complete"],
+            id="error-retried-with-another-actor",
+        ),
+        pytest.param(
+            {"coder": ["2, 3, 5, 7, 11", PRIMES]},
+            ["plan_action", "too_few_numbers", "delivered", "content_valid", "task_complete"],
+            id="incomplete-list",
+        ),
+        pytest.param(
+            {"coder": ["Here they are, computed for you.", PRIMES]},
+            ["plan_action", "not_raw_data", "delivered", "content_valid", "task_complete"],
+            id="prose-instead-of-numbers",
+        ),
+        pytest.param(
+            {
+                "planner": [INTENT, json.dumps({"progress": 50}), json.dumps({"progress": 100})],
+                "validator": [INVALID, VALID],
+                "coder": [PRIMES],
+            },
+            [
+                "plan_action",
+                "delivered",
+                "check_anyway",
+                "more_work_needed",
+                "delivered",
+                "content_valid",
+                "task_complete",
+            ],
+            id="progress-check-goes-round-again",
+        ),
+        pytest.param(
+            {"planner": ["The user wants primes.", INTENT, json.dumps({"progress": 100})]},
+            [
+                "intent_not_json",
+                "plan_action",
+                "code_instead_of_data",
+                "still_code",
+                "delivered",
+                "content_valid",
+                "task_complete",
+            ],
+            id="intent-not-json",
+        ),
+    ],
+)
+def test_first_primes_paths(demo: Any, script: dict[str, Any], branches: list[str]) -> None:
+    run = start(demo, "first-1000-primes", **script)
+
+    assert (run.status, run.error) == ("succeeded", "")
+    assert taken(run) == branches
+
+
+@pytest.mark.parametrize(
+    ("classifier", "path"),
+    [
+        pytest.param([NO], ["classify_document", "respond"], id="respond-only"),
+        pytest.param(
+            [NO, YES, NO], ["classify_document", "review_contract", "respond"], id="contract"
+        ),
+        pytest.param(
+            [YES],
+            [
+                "classify_document",
+                "process_invoice",
+                "review_contract",
+                "handle_complaint",
+                "respond",
+            ],
+            id="every-route",
+        ),
+        pytest.param(
+            ["hmm, maybe", YES, NO, NO],
+            ["classify_document", "process_invoice", "respond"],
+            id="reclassified",
+        ),
+    ],
+)
+def test_document_routing_paths(demo: Any, classifier: list[str], path: list[str]) -> None:
+    run = start(demo, "document-routing", classifier=classifier)
+
+    assert (run.status, run.outcome) == ("succeeded", "completed")
+    assert walked(run) == path
+
+
+def test_document_routing_with_the_scripted_actors_handles_invoice_and_complaint(
+    demo: Any,
+) -> None:
+    run = start(demo, "document-routing")
+
+    assert (run.status, run.outcome) == ("succeeded", "completed")
+    assert walked(run) == ["classify_document", "process_invoice", "handle_complaint", "respond"]
+    classify = run.steps.get(step_key="classify_document")
+    assert classify.details["selected"] == ["invoice", "complaint", "respond"]
+    assert "replacements" in run.steps.get(step_key="respond").response
