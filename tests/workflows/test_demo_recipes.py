@@ -558,3 +558,32 @@ def test_document_routing_with_the_scripted_actors_handles_invoice_and_complaint
     classify = run.steps.get(step_key="classify_document")
     assert classify.details["selected"] == ["invoice", "complaint", "respond"]
     assert "replacements" in run.steps.get(step_key="respond").response
+
+
+def break_actor(name: str) -> None:
+    """Leave a scripted actor with nothing to say, so every call to it fails."""
+    Actor.objects.filter(name=name).update(config={"replies": []})
+
+
+def test_document_routing_sends_a_classifier_failure_to_the_reply(demo: Any) -> None:
+    break_actor("demo-classifier")
+
+    run = start(demo, "document-routing")
+
+    assert (run.status, run.outcome) == ("succeeded", "error_handled")
+    assert walked(run) == ["classify_document", "respond"]
+    assert taken(run) == ["classification_failed", "reply_drafted"]
+
+
+def test_first_primes_retries_a_failing_actor_with_another(demo: Any) -> None:
+    break_actor("demo-coder")
+
+    run = start(demo, "first-1000-primes")
+
+    assert (run.status, run.outcome) == ("succeeded", "approved")
+    deliveries = run.steps.filter(step_key="deliver").order_by("seq")
+    assert [(s.actor_alias, s.status) for s in deliveries] == [
+        ("coder", "failed"),
+        ("mathematician", "succeeded"),
+    ]
+    assert taken(run)[1] == "actor_failed"
