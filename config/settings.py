@@ -7,6 +7,8 @@ Redis for production.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import environ
@@ -92,6 +94,13 @@ elif _db["ENGINE"] == "django.db.backends.sqlite3":
     # The embedded worker writes from another thread: wait for the lock instead of failing.
     _db.setdefault("OPTIONS", {}).update(
         {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
+    )
+    # Tests use a file too: an in-memory database's shared cache fails concurrent writers at
+    # once ("table is locked") instead of waiting, and tests run real worker threads.
+    # One file per test process, so that parallel test sessions do not share it.
+    _db.setdefault(
+        "TEST",
+        {"NAME": str(Path(tempfile.gettempdir()) / f"branchline-test-{os.getpid()}.sqlite3")},
     )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -716,11 +716,10 @@ def _apply_decision(
     pending: list[tuple[str, dict[str, Any]]],
 ) -> None:
     step = claim.step
-    unhandled = (
-        outcome.status in (StepStatus.FAILED, StepStatus.TIMED_OUT) and decision.branch is None
-    )
-    if unhandled:
-        # A failure no branch handles stops the run: the next step would work on nothing.
+    failed = outcome.status in (StepStatus.FAILED, StepStatus.TIMED_OUT)
+    if failed and not _handles_failure(step, decision.branch):
+        # Only a branch that asks about errors or timeouts handles a failed step; anything
+        # else (a default, the next step in sequence) would go on working on nothing.
         _finish(
             run,
             RunStatus.FAILED,
@@ -749,6 +748,22 @@ def _apply_decision(
     else:
         _finish(run, RunStatus.FAILED, Outcome.FAILED, decision.reason)
     pending.append(("run.finished", _finished_data(run)))
+
+
+FAILURE_CONDITIONS = frozenset({"execution_error", "execution_timeout"})
+
+
+def _handles_failure(step: engine.StepSpec, branch_name: str | None) -> bool:
+    branch = next((b for b in step.branches if b.name == branch_name), None)
+    if branch is None:
+        return False
+    pending = [branch.when]
+    while pending:
+        condition = pending.pop()
+        if condition.type in FAILURE_CONDITIONS:
+            return True
+        pending.extend(condition.conditions)
+    return False
 
 
 def _finished_data(run: Run) -> dict[str, Any]:

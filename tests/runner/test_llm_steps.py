@@ -1,0 +1,148 @@
+"""LLM steps through the real provider clients, against the local OpenAI/Ollama stub server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runner import services
+from runner.status import RunStatus
+from tests.factories import ActorFactory
+from tests.runner.conftest import wait_for
+from tests.runner.providers.stub_server import StubServer, error, reply, stub_server
+from workflows.models import Actor, Recipe
+from workflows.services import recipe_import, recipe_publish
+
+__all__ = ["stub_server"]
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+KEY_ENV = "BRANCHLINE_TEST_STUB_KEY"
+
+
+def ask_document(*, handle_errors: bool) -> dict[str, Any]:
+    branches = [
+        {
+            "name": "done",
+            "priority": 10,
+            "when": {"type": "default"},
+            "action": "CONTINUE",
+            "target": "@complete",
+        },
+    ]
+    if handle_errors:
+        branches.insert(
+            0,
+            {
+                "name": "model_failed",
+                "priority": 1,
+                "when": {"type": "execution_error", "operator": "equals", "value": True},
+                "action": "ERROR_HANDLER",
+                "target": "apologise",
+            },
+        )
+    return {
+        "format": "branchline.recipe/v1",
+        "slug": "ask",
+        "name": "Ask a model",
+        "inputs": {"question": {"type": "string", "required": True}},
+        "actors": {"model": "stub-model", "fallback": "stub-fallback"},
+        "steps": [
+            {
+                "key": "answer",
+                "name": "Answer",
+                "kind": "llm",
+                "actor": "model",
+                "prompt": "Answer briefly: {question}",
+                "timeout_s": 5,
+                "branches": branches,
+            },
+            {
+                "key": "apologise",
+                "name": "Apologise",
+                "kind": "llm",
+                "actor": "fallback",
+                "prompt": "Say sorry about {question}",
+                "branches": [
+                    {
+                        "name": "end",
+                        "priority": 1,
+                        "when": {"type": "default"},
+                        "action": "CONTINUE",
+                        "target": "@complete",
+                    }
+                ],
+            },
+        ],
+    }
+
+
+@pytest.fixture
+def ask_recipe(
+    request: pytest.FixtureRequest,
+    owner: Any,
+    stub_server: StubServer,
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Recipe:
+    settings.PROVIDER_URL_ALLOWLIST = [stub_server.address]
+    monkeypatch.setenv(KEY_ENV, "sk-stub-secret")
+    ActorFactory(
+        name="stub-model",
+        provider=Actor.Provider.OPENAI,
+        model="stub-1",
+        base_url=stub_server.base_url,
+        api_key_env=KEY_ENV,
+        config={},
+        timeout_s=5,
+    )
+    ActorFactory(name="stub-fallback", config={"replies": ["Sorry, no answer today."]})
+    handle = getattr(request, "param", True)
+    recipe = recipe_import(user=owner, data=ask_document(handle_errors=handle)).recipe
+    recipe_publish(recipe=recipe, user=owner)
+    return recipe
+
+
+def test_it_streams_a_model_answer_and_records_its_usage(
+    worker: Any, ask_recipe: Recipe, owner: Any, stub_server: StubServer
+) -> None:
+    stub_server.enqueue(reply("Forty-two, says the stub.", usage=(12, 6)))
+
+    run = services.run_start(user=owner, recipe=ask_recipe, inputs={"question": "life?"})
+    run = wait_for(run, RunStatus.SUCCEEDED)
+
+    step = run.steps.get()
+    assert (step.response, step.tokens_in, step.tokens_out) == ("Forty-two, says the stub.", 12, 6)
+    assert step.actor_name == "stub-model"
+    sent = stub_server.chat_requests[-1]
+    assert sent.prompt == "Answer briefly: life?"
+    assert sent.headers.get("authorization") == "Bearer sk-stub-secret"
+    assert "sk-stub-secret" not in str(run.events.values_list("data", flat=True))
+
+
+def test_a_failing_model_takes_the_error_branch(
+    worker: Any, ask_recipe: Recipe, owner: Any, stub_server: StubServer
+) -> None:
+    stub_server.enqueue(*[error(500)] * 6)
+
+    run = services.run_start(user=owner, recipe=ask_recipe, inputs={"question": "life?"})
+    run = wait_for(run, RunStatus.SUCCEEDED, timeout=60)
+
+    failed, apology = run.steps.order_by("seq")
+    assert failed.status == "failed" and "500" in failed.error
+    assert apology.response == "Sorry, no answer today."
+    assert run.outcome == "error_handled"
+
+
+@pytest.mark.parametrize("ask_recipe", [False], indirect=True)
+def test_an_unhandled_model_failure_fails_the_run_with_the_reason(
+    worker: Any, ask_recipe: Recipe, owner: Any, stub_server: StubServer
+) -> None:
+    stub_server.enqueue(error(400, "model 'stub-1' not found"))
+
+    run = services.run_start(user=owner, recipe=ask_recipe, inputs={"question": "life?"})
+    run = wait_for(run, RunStatus.FAILED)
+
+    assert "step 'answer' failed" in run.error
+    assert "not found" in run.error
