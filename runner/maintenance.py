@@ -6,7 +6,7 @@ import logging
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from .execution import enqueue
@@ -24,11 +24,14 @@ def reap(*, now: object = None) -> int:
     """
     now = now or timezone.now()
     stale = now - timedelta(seconds=settings.RUN_REQUEUE_AFTER_SECONDS)
+    # A run whose lease ran out is handed back once, then again only if no worker has taken it
+    # for a while: not at every tick while its message waits its turn behind a long queue.
+    handed_back = Q(enqueued_at__gt=F("lease_expires_at"), enqueued_at__gte=stale)
     runs = (
         Run.objects.filter(status__in=RUNNABLE)
         .exclude(next={})
         .filter(
-            Q(lease_expires_at__lt=now)
+            (Q(lease_expires_at__lt=now) & ~handed_back)
             | Q(lease_expires_at__isnull=True, enqueued_at__lt=stale)
             | Q(lease_expires_at__isnull=True, enqueued_at__isnull=True)
         )
