@@ -47,6 +47,10 @@ class Command(BaseCommand):
             script = json.loads(opts["script"]) if opts["script"] else None
         except json.JSONDecodeError as exc:
             raise CommandError(f"--script is not JSON: {exc}") from None
+        if settings.EMBEDDED_WORKER and not opts["wait"]:
+            # Without Redis the queue lives in this process: nobody else would see the run.
+            self.stdout.write("no REDIS_URL: running it here (as with --wait)")
+            opts["wait"] = True
         if opts["wait"] and settings.EMBEDDED_WORKER:
             from runner import embedded
 
