@@ -4,9 +4,36 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from . import views
+from .views import editor, testing, versions
 
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", views.recipe_list, name="recipe-list"),
+    path("recipes/new/", views.recipe_new, name="recipe-new"),
+    path("recipes/<slug:slug>/", editor.recipe_editor, name="recipe-editor"),
+    path("recipes/<slug:slug>/check/", editor.recipe_check, name="recipe-check"),
+    path("recipes/<slug:slug>/panels/step/", editor.step_panel, name="recipe-step-panel"),
+    path("recipes/<slug:slug>/panels/prompt/", editor.prompt_check, name="recipe-prompt-check"),
+    path("recipes/<slug:slug>/panels/branch/", editor.branch_panel, name="recipe-branch-panel"),
+    path("recipes/<slug:slug>/panels/recipe/", editor.recipe_panel, name="recipe-settings-panel"),
+    path("recipes/<slug:slug>/import/", editor.draft_import, name="recipe-draft-import"),
+    path("recipes/<slug:slug>/versions/", versions.recipe_versions, name="recipe-versions"),
+    path("recipes/<slug:slug>/versions/diff/", versions.version_diff, name="recipe-version-diff"),
+    path(
+        "recipes/<slug:slug>/versions/<int:number>/restore/",
+        versions.version_restore,
+        name="recipe-version-restore",
+    ),
+    path("recipes/<slug:slug>/testrun/", testing.testrun_panel, name="recipe-testrun"),
+    path(
+        "recipes/<slug:slug>/testrun/result/", testing.testrun_result, name="recipe-testrun-result"
+    ),
+    path("recipes/<slug:slug>/tests/", testing.recipe_tests_page, name="recipe-tests"),
+    path("recipes/<slug:slug>/tests/run/", testing.recipe_tests_run_all, name="recipe-tests-run"),
+    path(
+        "recipes/<slug:slug>/tests/<int:pk>/delete/",
+        testing.recipe_test_remove,
+        name="recipe-test-delete",
+    ),
 ]

@@ -1,0 +1,335 @@
+"""Read what the editor pages show: a document's problems, outline, template names, coverage."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import Group
+from django.db.models import QuerySet
+
+from runner.models import Run
+from runner.selectors import run_steps
+from workflows import engine
+from workflows.engine.errors import TemplateError
+from workflows.engine.templating import step_number, step_reference, template_names
+from workflows.models import Actor, Recipe
+from workflows.validators import HUMAN_PREFIX, RecipeRejected, check_document
+
+from .conditions import canonical_action, condition_summary
+from .models import RecipeTest
+
+_PATH = re.compile(r"^steps\[(\d+)\](?:\.branches\[(\d+)\])?")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One error or lint warning, with the step and branch its path points at (if any)."""
+
+    path: str
+    message: str
+    severity: str  # "error" or "warning"
+    step: int | None = None
+    branch: int | None = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == "error"
+
+
+def problem_from_text(text: str, severity: str) -> Problem:
+    """Split a `path: message` string and locate the step/branch its path names."""
+    path, sep, message = text.partition(": ")
+    if not sep:
+        path, message = "$", text
+    if message.endswith(" (error)"):
+        message = message.removesuffix(" (error)")
+    found = _PATH.match(path)
+    step = int(found.group(1)) if found else None
+    branch = int(found.group(2)) if found and found.group(2) is not None else None
+    return Problem(path=path, message=message, severity=severity, step=step, branch=branch)
+
+
+def document_errors(document: dict[str, Any]) -> list[str]:
+    """Return every error that would refuse `document` at save (`[]` when it is valid)."""
+    try:
+        check_document(document)
+    except RecipeRejected as exc:
+        return list(exc.errors)
+    return []
+
+
+def document_problems(document: dict[str, Any]) -> list[Problem]:
+    """Return the document's errors (which block a save) and then its lint warnings."""
+    errors = document_errors(document)
+    warnings: list[str] = []
+    try:
+        graph = engine.parse_recipe(document)
+    except engine.RecipeInvalid:
+        graph = None
+    if graph is not None:
+        warnings = list(engine.lint_recipe(graph))
+    return [problem_from_text(e, "error") for e in errors] + [
+        problem_from_text(w, "warning") for w in warnings
+    ]
+
+
+# -- outline ---------------------------------------------------------------------------------
+
+
+@dataclass
+class OutlineBranch:
+    index: int
+    name: str
+    priority: Any
+    summary: str
+    action: str
+    target: str
+    active: bool
+
+
+@dataclass
+class OutlineStep:
+    index: int
+    key: str
+    name: str
+    kind: str
+    actor: str
+    branches: list[OutlineBranch] = field(default_factory=list)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def effective_target(branch: dict[str, Any], step_key: str, last_key: str) -> str:
+    """Return where a branch leads, as drawn: a step key, `@repeat`, `@end` or `@complete`."""
+    action = canonical_action(_text(branch.get("action")))
+    target = _text(branch.get("target"))
+    if action in {"REQUEST_MORE_DETAIL", "ENHANCE_PROMPT", "RETRY_WITH_DIFFERENT_ACTOR"}:
+        return "@repeat"
+    if action == "END_RECIPE":
+        return "@end"
+    if action == "SKIP_TO_END" and not target:
+        return last_key
+    if target == step_key:
+        return "@repeat"
+    return target
+
+
+def document_outline(document: dict[str, Any]) -> list[OutlineStep]:
+    """Return the steps in sequence order with their branches in the order the document lists."""
+    steps = [s for s in document.get("steps") or [] if isinstance(s, dict)]
+    last_key = _text(steps[-1].get("key")) if steps else ""
+    outline = []
+    for i, step in enumerate(document.get("steps") or []):
+        if not isinstance(step, dict):
+            continue
+        key = _text(step.get("key"))
+        row = OutlineStep(
+            index=i,
+            key=key,
+            name=_text(step.get("name")) or key,
+            kind=_text(step.get("kind")) or "llm",
+            actor=_text(step.get("actor")),
+        )
+        for j, branch in enumerate(step.get("branches") or []):
+            if not isinstance(branch, dict):
+                continue
+            row.branches.append(
+                OutlineBranch(
+                    index=j,
+                    name=_text(branch.get("name")),
+                    priority=branch.get("priority"),
+                    summary=condition_summary(branch.get("when")),
+                    action=_text(branch.get("action")),
+                    target=effective_target(branch, key, last_key),
+                    active=branch.get("active", True) is not False,
+                )
+            )
+        outline.append(row)
+    return outline
+
+
+# -- template names --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TemplateName:
+    name: str
+    description: str
+
+
+def names_in_scope(document: dict[str, Any], step_index: int) -> list[TemplateName]:
+    """Return the template names a step's prompt may use: inputs, earlier steps, feedback."""
+    names = []
+    inputs = document.get("inputs")
+    if isinstance(inputs, dict):
+        for name, spec in inputs.items():
+            kind = spec.get("type", "string") if isinstance(spec, dict) else "string"
+            names.append(TemplateName(str(name), f"input ({kind})"))
+    steps = document.get("steps") or []
+    for n, step in enumerate(steps[:step_index], start=1):
+        if isinstance(step, dict) and isinstance(step.get("key"), str):
+            label = _text(step.get("name")) or step["key"]
+            names.append(TemplateName(f"step{n}_response", f"response of step {n}, {label}"))
+            names.append(
+                TemplateName(f"steps.{step['key']}.response", f"latest response of {label}")
+            )
+    names.append(TemplateName("feedback", "the validator's feedback on a retry"))
+    return names
+
+
+def unknown_template_names(document: dict[str, Any], prompt: str) -> list[str]:
+    """Return why the prompt's placeholders cannot be filled (unknown or refused names)."""
+    try:
+        used = template_names(prompt)
+    except TemplateError as exc:
+        return [exc.message]
+    inputs = document.get("inputs") if isinstance(document.get("inputs"), dict) else {}
+    steps = [s for s in document.get("steps") or [] if isinstance(s, dict)]
+    keys = {s.get("key") for s in steps}
+    problems = []
+    for name in used:
+        if name == "feedback" or name in inputs:
+            continue
+        number = step_number(name)
+        if number is not None:
+            if number > len(steps):
+                problems.append(f"{{{name}}}: the recipe has {len(steps)} steps")
+            continue
+        key = step_reference(name)
+        if key is not None:
+            if key not in keys:
+                problems.append(f"{{{name}}}: there is no step '{key}'")
+            continue
+        problems.append(f"{{{name}}}: not an input of this recipe")
+    return problems
+
+
+# -- actors ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ActorChoice:
+    reference: str  # as written in a recipe: an actor name or `@human:GROUP`
+    label: str
+    is_human: bool
+
+
+def actor_choices() -> list[ActorChoice]:
+    """Return every actor and reviewer group a recipe may name."""
+    choices = [
+        ActorChoice(
+            reference=a.name,
+            label=f"{a.name} ({a.get_provider_display() or a.get_kind_display()})"
+            if a.kind == Actor.Kind.LLM
+            else f"{a.name} (reviewers)",
+            is_human=a.kind == Actor.Kind.HUMAN,
+        )
+        for a in Actor.objects.order_by("name")
+    ]
+    choices += [
+        ActorChoice(
+            reference=f"{HUMAN_PREFIX}{g.name}", label=f"{g.name} (reviewer group)", is_human=True
+        )
+        for g in Group.objects.order_by("name")
+    ]
+    return choices
+
+
+def human_references(references: list[str]) -> set[str]:
+    """Return which of the actor references name reviewers rather than a model."""
+    humans = {r for r in references if r.startswith(HUMAN_PREFIX)}
+    names = [r for r in references if not r.startswith(HUMAN_PREFIX)]
+    humans |= set(
+        Actor.objects.filter(name__in=names, kind=Actor.Kind.HUMAN).values_list("name", flat=True)
+    )
+    return humans
+
+
+# -- recipe tests and coverage ---------------------------------------------------------------
+
+
+def run_path(run: Run) -> tuple[list[str], list[list[str]]]:
+    """Return the step keys a run executed (one per sequence number) and the branches it took."""
+    path: list[str] = []
+    taken: list[list[str]] = []
+    last_seq = None
+    for step_run in run_steps(run):
+        if step_run.seq != last_seq:
+            path.append(step_run.step_key)
+            last_seq = step_run.seq
+        for evaluation in step_run.evaluations.all():
+            pair = [step_run.step_key, evaluation.branch]
+            if evaluation.taken and pair not in taken:
+                taken.append(pair)
+    return path, taken
+
+
+def recipe_tests(*, recipe: Recipe) -> QuerySet[RecipeTest]:
+    """Return a recipe's saved tests, by name."""
+    return RecipeTest.objects.filter(recipe=recipe).order_by("name")
+
+
+@dataclass
+class CoverageRow:
+    step_index: int
+    branch_index: int
+    step: str
+    branch: str
+    summary: str
+    tests: list[str]
+
+
+@dataclass
+class Coverage:
+    rows: list[CoverageRow]
+
+    @property
+    def covered(self) -> int:
+        return sum(1 for r in self.rows if r.tests)
+
+    @property
+    def total(self) -> int:
+        return len(self.rows)
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.covered / self.total) if self.total else 0
+
+    @property
+    def untaken(self) -> list[CoverageRow]:
+        return [r for r in self.rows if not r.tests]
+
+    def as_data(self) -> dict[str, Any]:
+        """Return what the canvas needs to mark the branches no test takes."""
+        return {
+            "untaken": [[r.step, r.branch] for r in self.untaken],
+            "taken": [[r.step, r.branch] for r in self.rows if r.tests],
+        }
+
+
+def branch_coverage(document: dict[str, Any], tests: list[RecipeTest]) -> Coverage:
+    """Return, for every active branch of `document`, the tests whose last run took it."""
+    taken: dict[tuple[str, str], list[str]] = {}
+    for test in tests:
+        for step_key, branch_name in test.last_taken or []:
+            taken.setdefault((step_key, branch_name), []).append(test.name)
+    rows = []
+    for step in document_outline(document):
+        for branch in step.branches:
+            if not branch.active:
+                continue
+            rows.append(
+                CoverageRow(
+                    step_index=step.index,
+                    branch_index=branch.index,
+                    step=step.key,
+                    branch=branch.name,
+                    summary=branch.summary,
+                    tests=sorted(set(taken.get((step.key, branch.name), []))),
+                )
+            )
+    return Coverage(rows=rows)

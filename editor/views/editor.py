@@ -1,0 +1,300 @@
+"""The graph editor page and its side panels (htmx partials of `editor/recipe_editor.html`
+and `editor/panels.html`).
+
+The page holds the draft as a format-v1 document; the panels post it with their form fields,
+so each form sees the current, unsaved document and answers with the edited piece.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRefresh
+
+from workflows.adapters import document_from_recipe
+from workflows.models import Recipe
+from workflows.selectors import recipe_get
+from workflows.services import RecipeConflict
+from workflows.validators import RecipeRejected
+
+from ..forms import (
+    BranchPanel,
+    DocumentContext,
+    ImportForm,
+    RecipeSettings,
+    StepForm,
+)
+from ..selectors import (
+    document_outline,
+    document_problems,
+    names_in_scope,
+    unknown_template_names,
+)
+from ..services import recipe_draft_import
+
+PANELS = "editor/panels.html"
+
+
+def editable_recipe(request: HttpRequest, slug: str) -> Recipe:
+    """Return a recipe the user may edit; 404 if they may not see it, 403 if not change it."""
+    recipe = recipe_get(user=request.user, slug=slug)
+    if not request.user.has_perm("workflows.change_recipe", recipe):
+        raise PermissionDenied("You may not change this recipe.")
+    return recipe
+
+
+class BadDocument(Exception):
+    """The posted document is not a JSON object (a bug or a hand-made request)."""
+
+
+def posted_document(request: HttpRequest, recipe: Recipe) -> dict[str, Any]:
+    """Return the document a panel posted, with the recipe's own slug."""
+    try:
+        document = json.loads(request.POST.get("document", ""))
+    except json.JSONDecodeError:
+        raise BadDocument("document: not JSON") from None
+    if not isinstance(document, dict):
+        raise BadDocument("document: a recipe is a JSON object")
+    steps = document.get("steps")
+    if steps is not None and not (isinstance(steps, list) and all(isinstance(s, dict) for s in steps)):
+        raise BadDocument("document.steps: a list of step objects")
+    document["slug"] = recipe.slug
+    return document
+
+
+def _index(request: HttpRequest, name: str, limit: int) -> int:
+    raw = request.POST.get(name, "")
+    if not raw.isdigit() or int(raw) >= limit:
+        raise BadDocument(f"{name}: no such item")
+    return int(raw)
+
+
+def bad_request(exc: Exception) -> HttpResponse:
+    return HttpResponseBadRequest(f"The editor sent something unexpected ({exc}). Reload the page.")
+
+
+def editor_config(recipe: Recipe) -> dict[str, Any]:
+    slug = recipe.slug
+    return {
+        "slug": slug,
+        "revision": recipe.revision,
+        "urls": {
+            "check": reverse("recipe-check", args=[slug]),
+            "stepPanel": reverse("recipe-step-panel", args=[slug]),
+            "branchPanel": reverse("recipe-branch-panel", args=[slug]),
+            "recipePanel": reverse("recipe-settings-panel", args=[slug]),
+            "testrunPanel": reverse("recipe-testrun", args=[slug]),
+            "testrunResult": reverse("recipe-testrun-result", args=[slug]),
+            "tests": reverse("recipe-tests", args=[slug]),
+            "versions": reverse("recipe-versions", args=[slug]),
+            "save": reverse("recipe-detail", args=[slug]),
+            "events": "/api/runs/{id}/events",
+            "run": "/api/runs/{id}",
+        },
+    }
+
+
+@login_required
+@require_GET
+def recipe_editor(request: HttpRequest, slug: str) -> HttpResponse:
+    """Show the canvas, the step/branch list, the lint panel and the side panels."""
+    recipe = editable_recipe(request, slug)
+    document = document_from_recipe(recipe)
+    latest = recipe.latest_version
+    return render(
+        request,
+        "editor/recipe_editor.html",
+        {
+            "recipe": recipe,
+            "document": document,
+            "outline": document_outline(document),
+            "config": editor_config(recipe),
+            "latest_version": latest,
+        },
+    )
+
+
+@login_required
+@require_POST
+def recipe_check(request: HttpRequest, slug: str) -> HttpResponse:
+    """Lint the posted document; answer with the lint panel and the step/branch list."""
+    recipe = editable_recipe(request, slug)
+    try:
+        document = posted_document(request, recipe)
+    except BadDocument as exc:
+        return bad_request(exc)
+    problems = document_problems(document)
+    return render(
+        request,
+        "editor/recipe_editor.html#check",
+        {
+            "recipe": recipe,
+            "problems": problems,
+            "errors": [p for p in problems if p.is_error],
+            "warnings": [p for p in problems if not p.is_error],
+            "outline": document_outline(document),
+            "checked": True,
+        },
+    )
+
+
+def _step_branches(document: dict[str, Any], index: int) -> list[Any]:
+    outline = document_outline(document)
+    return next((s.branches for s in outline if s.index == index), [])
+
+
+@login_required
+@require_POST
+def step_panel(request: HttpRequest, slug: str) -> HttpResponse:
+    """Open (or apply) the form of one step of the posted document."""
+    recipe = editable_recipe(request, slug)
+    try:
+        document = posted_document(request, recipe)
+        index = _index(request, "step", len(document.get("steps") or []))
+    except BadDocument as exc:
+        return bad_request(exc)
+    context = DocumentContext(document)
+    applying = request.POST.get("apply") == "1"
+    form = StepForm(request.POST if applying else None, context=context, index=index)
+    result = None
+    if applying and form.is_valid() and form.result is not None:
+        result = {
+            "element": request.POST.get("element", ""),
+            "step": form.result,
+            "sequence": form.cleaned_data["sequence"],
+            "actors": form.actors_added,
+        }
+    prompt = form.data.get("prompt", "") if applying else document["steps"][index].get("prompt", "")
+    return render(
+        request,
+        f"{PANELS}#step-panel",
+        {
+            "recipe": recipe,
+            "form": form,
+            "element": request.POST.get("element", ""),
+            "step_index": index,
+            "names": names_in_scope(document, index),
+            "unknown_names": unknown_template_names(document, str(prompt or "")),
+            "branches": _step_branches(document, index),
+            "result": result,
+        },
+    )
+
+
+@login_required
+@require_POST
+def prompt_check(request: HttpRequest, slug: str) -> HttpResponse:
+    """Flag the template names of a prompt being typed that the recipe cannot fill."""
+    recipe = editable_recipe(request, slug)
+    try:
+        document = posted_document(request, recipe)
+    except BadDocument as exc:
+        return bad_request(exc)
+    return render(
+        request,
+        f"{PANELS}#prompt-check",
+        {"unknown_names": unknown_template_names(document, request.POST.get("prompt", ""))},
+    )
+
+
+@login_required
+@require_POST
+def branch_panel(request: HttpRequest, slug: str) -> HttpResponse:
+    """Open, re-render (condition builder buttons) or apply the form of one branch."""
+    recipe = editable_recipe(request, slug)
+    try:
+        document = posted_document(request, recipe)
+        step_index = _index(request, "step", len(document.get("steps") or []))
+        branches = document["steps"][step_index].get("branches")
+        if not isinstance(branches, list) or not all(isinstance(b, dict) for b in branches):
+            raise BadDocument("branches: a list of branch objects")
+        branch_index = _index(request, "branch", len(branches))
+    except BadDocument as exc:
+        return bad_request(exc)
+    context = DocumentContext(document)
+    applying = request.POST.get("apply") == "1"
+    op = request.POST.get("_op", "") if applying else ""
+    panel = BranchPanel(
+        context=context,
+        step_index=step_index,
+        branch_index=branch_index,
+        data=request.POST if applying else None,
+        op=op,
+    )
+    result = None
+    if applying and not op and panel.is_valid():
+        result = {"element": request.POST.get("element", ""), "branch": panel.result}
+    return render(
+        request,
+        f"{PANELS}#branch-panel",
+        {
+            "recipe": recipe,
+            "panel": panel,
+            "form": panel.form,
+            "element": request.POST.get("element", ""),
+            "step_index": step_index,
+            "branch_index": branch_index,
+            "show_errors": applying and not op,
+            "not_show_errors": not (applying and not op),
+            "result": result,
+        },
+    )
+
+
+@login_required
+@require_POST
+def recipe_panel(request: HttpRequest, slug: str) -> HttpResponse:
+    """Open or apply the recipe's settings: name, description, inputs, actor aliases."""
+    recipe = editable_recipe(request, slug)
+    try:
+        document = posted_document(request, recipe)
+    except BadDocument as exc:
+        return bad_request(exc)
+    applying = request.POST.get("apply") == "1"
+    settings = RecipeSettings(document, request.POST if applying else None)
+    result = settings.result if applying and settings.is_valid() else None
+    return render(
+        request,
+        f"{PANELS}#recipe-panel",
+        {
+            "recipe": recipe,
+            "settings": settings,
+            "import_form": ImportForm(),
+            "result": result,
+        },
+    )
+
+
+@login_required
+@require_POST
+def draft_import(request: HttpRequest, slug: str) -> HttpResponse:
+    """Replace the draft with an uploaded recipe file; reload the editor on success."""
+    recipe = editable_recipe(request, slug)
+    form = ImportForm(request.POST, request.FILES)
+    errors: list[str] = []
+    revision = request.POST.get("revision", "")
+    if form.is_valid():
+        try:
+            recipe_draft_import(
+                recipe=recipe,
+                data=form.cleaned_data["file"].read(),
+                expected_revision=int(revision) if revision.isdigit() else None,
+            )
+        except RecipeRejected as exc:
+            errors = exc.errors
+        except RecipeConflict as exc:
+            errors = [str(exc)]
+        else:
+            return HttpResponseClientRefresh()
+    return render(
+        request,
+        f"{PANELS}#import-result",
+        {"import_form": form, "import_errors": errors},
+    )

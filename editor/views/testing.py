@@ -1,0 +1,253 @@
+"""Test runs from the editor: a dry run with scripted answers, recipe tests, branch coverage.
+
+Runs pin a published version (DESIGN.md §2), so the test run and the recipe tests run the
+latest version; the editor highlights the path by step key and branch name.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from runner.inputs import InputsInvalid
+from runner.selectors import run_get, run_steps
+from runner.services import RunNotStartable, run_start
+from workflows import engine
+from workflows.adapters import document_from_recipe
+from workflows.models import Recipe
+
+from ..forms import RecipeTestForm, split_answers
+from ..models import RecipeTest
+from ..selectors import branch_coverage, recipe_tests, run_path
+from ..services import (
+    recipe_test_create,
+    recipe_test_delete,
+    recipe_tests_refresh,
+    recipe_tests_run,
+)
+from .editor import editable_recipe
+
+PANELS = "editor/panels.html"
+TESTS = "editor/recipe_tests.html"
+
+
+class TestRunForm(forms.Form):
+    """Inputs and scripted answers for a dry run, built from the version's inputs and actors."""
+
+    def __init__(self, *args: Any, document: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.input_names: list[str] = []
+        self.aliases: list[tuple[str, str]] = []
+        inputs = document.get("inputs") if isinstance(document.get("inputs"), dict) else {}
+        for name, spec in inputs.items():
+            spec = spec if isinstance(spec, dict) else {}
+            kind = spec.get("type", "string")
+            required = bool(spec.get("required")) and spec.get("default") is None
+            label = f"{name} ({kind})"
+            field: forms.Field
+            if kind == "number":
+                field = forms.FloatField(required=required, label=label)
+            elif kind == "integer":
+                field = forms.IntegerField(required=required, label=label)
+            elif kind == "boolean":
+                field = forms.BooleanField(required=False, label=label)
+            elif kind in ("object", "array"):
+                field = forms.JSONField(required=required, label=f"{label}, JSON")
+            else:
+                field = forms.CharField(
+                    required=required,
+                    label=label,
+                    strip=False,
+                    widget=forms.Textarea(attrs={"rows": 2}),
+                )
+            if spec.get("description"):
+                field.help_text = spec["description"]
+            self.fields[f"input_{name}"] = field
+            self.input_names.append(name)
+        actors = document.get("actors") if isinstance(document.get("actors"), dict) else {}
+        for alias, reference in actors.items():
+            self.fields[f"script_{alias}"] = forms.CharField(
+                required=False,
+                strip=False,
+                label=f"Answers of {alias} ({reference})",
+                widget=forms.Textarea(attrs={"rows": 3}),
+                help_text="One answer per block, blocks separated by a line of ---; the last "
+                "repeats. Reviewers answer approve, reject, or revise: comment.",
+            )
+            self.aliases.append((alias, str(reference)))
+
+    @property
+    def input_fields(self) -> list[forms.BoundField]:
+        return [self[f"input_{n}"] for n in self.input_names]
+
+    @property
+    def script_fields(self) -> list[forms.BoundField]:
+        return [self[f"script_{a}"] for a, _ in self.aliases]
+
+    def inputs(self) -> dict[str, Any]:
+        values = {}
+        for name in self.input_names:
+            value = self.cleaned_data.get(f"input_{name}")
+            if value not in (None, ""):
+                values[name] = value
+        return values
+
+    def script(self) -> dict[str, list[str]]:
+        script = {}
+        for alias, _ in self.aliases:
+            answers = split_answers(self.cleaned_data.get(f"script_{alias}") or "")
+            if answers:
+                script[alias] = answers
+        return script
+
+    def add_run_errors(self, errors: list[str]) -> None:
+        for error in errors:
+            path, _, message = error.partition(": ")
+            head, _, name = path.partition(".")
+            field = {"inputs": f"input_{name}", "script": f"script_{name}"}.get(head)
+            self.add_error(field if field in self.fields else None, message or error)
+
+
+def _latest_document(recipe: Recipe) -> tuple[Any, dict[str, Any] | None]:
+    version = recipe.latest_version
+    return version, (version.document if version else None)
+
+
+@login_required
+@require_POST
+def testrun_panel(request: HttpRequest, slug: str) -> HttpResponse:
+    """Show the test-run form; with `start`, start a dry run of the latest version."""
+    recipe = editable_recipe(request, slug)
+    version, document = _latest_document(recipe)
+    context: dict[str, Any] = {"recipe": recipe, "version": version}
+    if document is None:
+        return render(request, f"{PANELS}#testrun-panel", context)
+    starting = request.POST.get("start") == "1"
+    form = TestRunForm(request.POST if starting else None, document=document)
+    run = None
+    if starting and form.is_valid():
+        try:
+            run = run_start(
+                user=request.user, recipe=recipe, inputs=form.inputs(), script=form.script()
+            )
+        except InputsInvalid as exc:
+            form.add_run_errors(exc.errors)
+        except (RunNotStartable, engine.RecipeInvalid) as exc:
+            form.add_error(None, str(exc))
+    draft_differs = document_from_recipe(recipe) != {**document, "slug": recipe.slug}
+    context.update(form=form, run=run, draft_differs=draft_differs)
+    return render(request, f"{PANELS}#testrun-panel", context)
+
+
+def _run_of(request: HttpRequest, recipe: Recipe, raw: str) -> Any:
+    if not raw.isdigit():
+        raise Http404("No such run.")
+    run = run_get(user=request.user, run_id=int(raw))
+    if run.recipe_id != recipe.pk:
+        raise Http404("No such run.")
+    return run
+
+
+@login_required
+@require_GET
+def testrun_result(request: HttpRequest, slug: str) -> HttpResponse:
+    """Show a finished test run: its path, every branch evaluation, and 'save as test'."""
+    recipe = editable_recipe(request, slug)
+    run = _run_of(request, recipe, request.GET.get("run", ""))
+    path, _taken = run_path(run)
+    form = RecipeTestForm(
+        recipe=recipe,
+        initial={
+            "name": "",
+            "inputs": run.inputs,
+            "script": run.script or {},
+            "expected_path": " → ".join(path),
+            "expected_status": run.status,
+        },
+    )
+    return render(
+        request,
+        f"{PANELS}#testrun-result",
+        {
+            "recipe": recipe,
+            "run": run,
+            "path": path,
+            "steps": list(run_steps(run)),
+            "form": form,
+        },
+    )
+
+
+def _tests_context(request: HttpRequest, recipe: Recipe, **extra: Any) -> dict[str, Any]:
+    running = recipe_tests_refresh(recipe=recipe)
+    tests = list(recipe_tests(recipe=recipe))
+    version, document = _latest_document(recipe)
+    coverage = branch_coverage(document or document_from_recipe(recipe), tests)
+    return {
+        "recipe": recipe,
+        "tests": tests,
+        "running": running,
+        "version": version,
+        "coverage": coverage,
+        "coverage_data": coverage.as_data(),
+        **extra,
+    }
+
+
+def _tests_template(request: HttpRequest) -> str:
+    return f"{TESTS}#tests" if request.htmx else TESTS
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def recipe_tests_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """List the recipe's tests with their results and the branch coverage; POST saves a test."""
+    recipe = editable_recipe(request, slug)
+    if request.method == "GET":
+        return render(request, _tests_template(request), _tests_context(request, recipe))
+    form = RecipeTestForm(request.POST, recipe=recipe)
+    saved = None
+    if form.is_valid():
+        run_id = request.POST.get("run", "")
+        saved = recipe_test_create(
+            recipe=recipe,
+            user=request.user,
+            name=form.cleaned_data["name"],
+            inputs=form.cleaned_data["inputs"],
+            script=form.cleaned_data["script"],
+            expected_path=form.cleaned_data["expected_path"],
+            expected_status=form.cleaned_data["expected_status"],
+            run_id=int(run_id) if run_id.isdigit() else None,
+        )
+    response = render(
+        request,
+        f"{PANELS}#test-save",
+        {"recipe": recipe, "form": form, "saved": saved, "run_id": request.POST.get("run", "")},
+    )
+    if saved is not None:
+        response["HX-Trigger"] = json.dumps({"recipe-tests-changed": {"name": saved.name}})
+    return response
+
+
+@login_required
+@require_POST
+def recipe_tests_run_all(request: HttpRequest, slug: str) -> HttpResponse:
+    """Start a dry run for every test of the recipe."""
+    recipe = editable_recipe(request, slug)
+    recipe_tests_run(recipe=recipe, user=request.user)
+    return render(request, _tests_template(request), _tests_context(request, recipe))
+
+
+@login_required
+@require_POST
+def recipe_test_remove(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Delete one recipe test."""
+    recipe = editable_recipe(request, slug)
+    recipe_test_delete(test=get_object_or_404(RecipeTest, recipe=recipe, pk=pk))
+    return render(request, _tests_template(request), _tests_context(request, recipe))
