@@ -73,10 +73,18 @@ class Command(BaseCommand):
 
     def _seed_actors(self, summary: Summary) -> None:
         for spec in DEMO_ACTORS:
-            values = {k: v for k, v in spec.items() if k != "name"}
-            actor, created = Actor.objects.update_or_create(name=spec["name"], defaults=values)
+            actor = Actor.objects.filter(name=spec["name"]).first()
+            if actor is None:
+                actor = Actor(**spec)
+                summary.actors_created.append(actor.name)
+            elif any(getattr(actor, field) != value for field, value in spec.items()):
+                for field, value in spec.items():
+                    setattr(actor, field, value)
+                summary.actors_updated.append(actor.name)
+            else:
+                continue
             actor.full_clean()
-            (summary.actors_created if created else summary.actors_updated).append(actor.name)
+            actor.save()
 
     def _seed_user(
         self, username: str, *, group: Group, staff: bool, reset: bool, summary: Summary
@@ -139,9 +147,8 @@ class Command(BaseCommand):
 
     def _print(self, summary: Summary) -> None:
         out = self.stdout
-        actors = len(summary.actors_created) + len(summary.actors_updated)
         out.write(
-            f"Demo actors: {actors} ({len(summary.actors_created)} created, "
+            f"Demo actors: {len(DEMO_ACTORS)} ({len(summary.actors_created)} created, "
             f"{len(summary.actors_updated)} updated)"
         )
         out.write(f"Reviewer group: {REVIEWER_GROUP}")
