@@ -4,12 +4,21 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from . import views
-from .views import editor, testing, versions
+from .views import editor, inbox, runs, testing, versions
 
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", views.recipe_list, name="recipe-list"),
+    path("recipes/<slug:slug>/run/", runs.run_new, name="run-new"),
+    path("runs/", runs.run_list, name="runs-page"),
+    path("runs/<int:run_id>/", runs.run_monitor, name="run-monitor"),
+    path("runs/<int:run_id>/header/", runs.run_header, name="run-header"),
+    path("runs/<int:run_id>/steps/<int:seq>/", runs.run_step_card, name="run-step-card"),
+    path("runs/<int:run_id>/cancel/", runs.run_cancel_view, name="run-cancel-page"),
+    path("inbox/", inbox.inbox, name="inbox"),
+    path("inbox/tasks/<int:task_id>/", inbox.task_card, name="inbox-task"),
+    path("inbox/tasks/<int:task_id>/decide/", inbox.task_decide_view, name="inbox-decide"),
     path("recipes/new/", views.recipe_new, name="recipe-new"),
     path("recipes/<slug:slug>/", editor.recipe_editor, name="recipe-editor"),
     path("recipes/<slug:slug>/check/", editor.recipe_check, name="recipe-check"),

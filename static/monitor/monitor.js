@@ -1,0 +1,264 @@
+/*
+ * monitor.js: the run monitor, live.
+ *
+ * The page is rendered from the database; this script follows the run's websocket from the
+ * last event the page knew of. A started step gets a card at once, built here with
+ * textContent, whose response streams in as text. When a step commits, its card is fetched
+ * again from the server (prompt, response, metrics, evaluations), and so is the header when
+ * the run's status changes. The graph highlights the steps visited and the branches taken.
+ */
+import { loadPartial } from "./partials.js";
+import { RunSocket } from "./socket.js";
+
+const config = JSON.parse(document.getElementById("monitor-config").textContent);
+const steps = document.getElementById("steps");
+const liveState = document.getElementById("live-state");
+const TERMINAL = ["succeeded", "failed", "cancelled", "ended"];
+
+function cardUrl(seq) {
+  return config.cardUrl.replace(/0\/$/, `${encodeURIComponent(seq)}/`);
+}
+
+function setLive(text) {
+  liveState.textContent = text;
+}
+
+// --- step cards -----------------------------------------------------------------------------
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+function placeCard(card) {
+  const seq = Number(card.dataset.seq);
+  const after = [...steps.querySelectorAll(".step-card")].find((c) => Number(c.dataset.seq) > seq);
+  steps.insertBefore(card, after || null);
+}
+
+/** Add the card of a step that started (if the page has none yet) and return it. */
+function startedCard(data) {
+  const existing = document.getElementById(`step-${data.seq}`);
+  if (existing) return existing;
+  const card = el("article", "step-card card running");
+  card.id = `step-${data.seq}`;
+  card.dataset.seq = data.seq;
+  card.dataset.step = data.step || "";
+  card.dataset.kind = data.kind || "";
+  card.dataset.running = "";
+  const head = el("header", "step-head");
+  head.append(el("span", "seq", `#${data.seq}`), el("h2", "", data.name || data.step));
+  head.append(el("span", "badge running", data.kind === "human" ? "asking reviewers" : "running"));
+  const meta = el("p", "meta muted", data.kind || "");
+  if (data.actor) {
+    meta.append(" · actor ");
+    meta.append(el("strong", "", data.actor));
+  }
+  meta.append(` · attempt ${data.attempt || 1}`);
+  card.append(head, meta, el("pre", "text stream"));
+  card.lastElementChild.dataset.stream = "";
+  placeCard(card);
+  return card;
+}
+
+function appendToken(seq, text) {
+  const card = document.getElementById(`step-${seq}`) || startedCard({ seq, step: "", kind: "llm" });
+  const stream = card.querySelector("[data-stream]");
+  if (card.hasAttribute("data-running") && stream) stream.append(document.createTextNode(text));
+}
+
+// One request at a time per piece of the page; a change that comes in meanwhile asks once more,
+// so a slow older answer never overwrites a newer one.
+const refreshing = new Map();
+
+function refresh(key, load) {
+  const state = refreshing.get(key);
+  if (state) {
+    state.again = true;
+    return;
+  }
+  const entry = { again: false };
+  refreshing.set(key, entry);
+  const go = () =>
+    load().catch(() => false).finally(() => {
+      if (entry.again) {
+        entry.again = false;
+        go();
+      } else {
+        refreshing.delete(key);
+      }
+    });
+  go();
+}
+
+function refreshCard(seq) {
+  refresh(`step-${seq}`, () => {
+    if (!document.getElementById(`step-${seq}`)) startedCard({ seq, step: "", kind: "" });
+    return loadPartial(cardUrl(seq), `#step-${seq}`, "outerHTML");
+  });
+}
+
+function refreshHeader() {
+  refresh("header", () => loadPartial(config.headerUrl, "#run-header", "outerHTML"));
+}
+
+function cardOfTask(task) {
+  const byId = steps.querySelector(`[data-task-id="${CSS.escape(String(task.id))}"]`);
+  if (byId) return byId;
+  const cards = [...steps.querySelectorAll(".step-card")].filter((c) => c.dataset.step === task.step);
+  return cards[cards.length - 1] || null;
+}
+
+// --- the graph ------------------------------------------------------------------------------
+
+function createGraph(doc, path) {
+  const container = document.getElementById("run-graph");
+  if (!window.cytoscape || !window.RecipeGraph) {
+    container.textContent = "The graph library is not installed here (make vendor).";
+    return null;
+  }
+  if (window.cytoscapeDagre && !window.cytoscape.__branchlineDagre) {
+    window.cytoscape.use(window.cytoscapeDagre);
+    window.cytoscape.__branchlineDagre = true;
+  }
+  const { elements } = window.RecipeGraph.toElements(doc);
+  const cy = window.cytoscape({
+    container,
+    elements,
+    autoungrabify: true,
+    boxSelectionEnabled: false,
+    wheelSensitivity: 0.3,
+    style: [
+      {
+        selector: "node",
+        style: {
+          label: "data(label)", "text-wrap": "wrap", "text-valign": "center", "font-size": 9,
+          shape: "round-rectangle", width: 96, height: 34, "background-color": "#f2f4f7",
+          "border-width": 1, "border-color": "#d0d5dd", color: "#344054",
+        },
+      },
+      { selector: 'node[kind = "terminal"]', style: { shape: "ellipse", width: 64 } },
+      { selector: 'node[kind = "missing"]', style: { "border-style": "dashed", opacity: 0.6 } },
+      { selector: "node.visited", style: { "background-color": "#d1fadf", "border-color": "#12805c" } },
+      { selector: "node.current", style: { "border-width": 3, "border-color": "#2f5bea" } },
+      {
+        selector: "edge",
+        style: {
+          width: 1, "curve-style": "bezier", "line-color": "#d0d5dd",
+          "target-arrow-shape": "triangle", "target-arrow-color": "#d0d5dd", "arrow-scale": 0.7,
+        },
+      },
+      {
+        selector: "edge.taken",
+        style: {
+          width: 3, "line-color": "#2f5bea", "target-arrow-color": "#2f5bea",
+          label: "data(takenLabel)", "font-size": 8, "text-background-color": "#fff",
+          "text-background-opacity": 1,
+        },
+      },
+    ],
+    layout: window.cytoscapeDagre
+      ? { name: "dagre", rankDir: "TB", nodeSep: 16, rankSep: 28, padding: 8 }
+      : { name: "breadthfirst", directed: true, padding: 8 },
+  });
+  const nodeOf = (key) => cy.nodes().filter((n) => n.data("key") === key);
+  const graph = {
+    visit(key) {
+      cy.nodes(".current").removeClass("current");
+      nodeOf(key).addClass("visited current");
+    },
+    taken(key, branch) {
+      if (!branch) return;
+      cy.edges()
+        .filter((e) => e.source().data("key") === key && (e.data("branch") || {}).name === branch)
+        .forEach((e) => e.data("takenLabel", branch).addClass("taken"));
+    },
+    finish(status) {
+      cy.nodes(".current").removeClass("current");
+      const id = status === "succeeded" ? window.RecipeGraph.COMPLETE_ID
+        : status === "ended" ? window.RecipeGraph.END_ID : null;
+      if (id) cy.getElementById(id).addClass("visited");
+    },
+  };
+  path.forEach((p) => {
+    graph.visit(p.step);
+    graph.taken(p.step, p.branch);
+  });
+  return graph;
+}
+
+let graph = null;
+try {
+  graph = createGraph(config.document, config.path);
+} catch (error) {
+  document.getElementById("run-graph").textContent = "The graph could not be drawn.";
+}
+const running = steps.querySelector(".step-card[data-running]");
+if (graph && running) graph.visit(running.dataset.step);
+if (graph && TERMINAL.includes(config.status)) graph.finish(config.status);
+
+// --- events ---------------------------------------------------------------------------------
+
+let socket = null;
+
+function onEvents(events) {
+  const cards = new Set();
+  let header = false;
+  for (const event of events) {
+    const data = event.data || {};
+    switch (event.type) {
+      case "step.started":
+        startedCard(data);
+        if (graph) graph.visit(data.step);
+        break;
+      case "step.finished":
+      case "branch.evaluated":
+        cards.add(data.seq);
+        break;
+      case "branch.taken":
+        cards.add(data.seq);
+        if (graph) graph.taken(data.step, data.branch);
+        break;
+      case "human_task.created":
+      case "human_task.decided":
+      case "human_task.escalated":
+      case "human_task.timed_out":
+      case "human_task.closed": {
+        const card = cardOfTask(data);
+        if (card) cards.add(Number(card.dataset.seq));
+        break;
+      }
+      case "run.queued":
+      case "run.started":
+      case "run.status":
+      case "run.finished":
+        header = true;
+        if (TERMINAL.includes(data.status)) {
+          if (graph) graph.finish(data.status);
+          setLive(`The run has ${data.status}.`);
+          socket.close();
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  cards.forEach((seq) => refreshCard(seq));
+  if (header) refreshHeader();
+}
+
+if (TERMINAL.includes(config.status)) {
+  setLive(`The run has ${config.status}.`);
+} else {
+  socket = new RunSocket(config.run, {
+    after: config.after,
+    onEvents,
+    onToken: appendToken,
+    onState(state) {
+      if (state === "open") setLive("Live: changes appear as they happen.");
+      else if (state === "reconnecting") setLive("Connection lost; reconnecting…");
+    },
+  }).open();
+}
