@@ -33,6 +33,7 @@ from .status import RUNNABLE, Outcome, RunStatus, StepStatus, TaskStatus, check_
 log = logging.getLogger(__name__)
 
 TOKEN_PUSH_INTERVAL_S = 0.1
+SCRIPTED_TIMEOUT = "@timeout"  # a dry-run script's way to let a human task time out
 
 
 def lease_seconds() -> int:
@@ -597,14 +598,20 @@ def _commit_task_created(run: Run, claim: Claim, outcome: StepOutcome) -> None:
     pending: list[tuple[str, dict[str, Any]]] = [("human_task.created", task_payload(task))]
     if outcome.scripted_decision is not None:
         decision, _, comment = outcome.scripted_decision.partition(":")
-        task.status, task.decision, task.comment = (
-            TaskStatus.DECIDED,
-            decision.strip(),
-            comment.strip(),
-        )
-        task.decided_at = timezone.now()
+        if decision.strip() == SCRIPTED_TIMEOUT:
+            # A script can let the task lapse, to walk `execution_timeout` branches.
+            task.status = TaskStatus.TIMED_OUT
+            event = "human_task.timed_out"
+        else:
+            task.status, task.decision, task.comment = (
+                TaskStatus.DECIDED,
+                decision.strip(),
+                comment.strip(),
+            )
+            task.decided_at = timezone.now()
+            event = "human_task.decided"
         task.save()
-        pending.append(("human_task.decided", task_payload(task)))
+        pending.append((event, task_payload(task)))
         run.next = {"step": step.key, "resume_task": task.pk}
     else:
         check_transition(run.status, RunStatus.WAITING_HUMAN)

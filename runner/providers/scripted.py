@@ -77,6 +77,13 @@ class ScriptedProvider:
         """
         started = time.monotonic()
         text = self.reply_for(request)
+        # Dry runs walk failure branches too: "@error: why" fails the call, "@timeout" times out.
+        if text.startswith(FAIL_PREFIX):
+            raise ProviderError(
+                text.removeprefix(FAIL_PREFIX).lstrip(": ") or "scripted failure", retryable=False
+            )
+        if text.strip() == TIMEOUT_REPLY:
+            raise ProviderTimeoutError(f"scripted timeout after {request.timeout_s:g} s")
         delay_s = self.delay_ms / 1000
         if delay_s > request.timeout_s:
             self._sleep(request.timeout_s)
@@ -91,6 +98,10 @@ class ScriptedProvider:
                 on_token(word)
         latency_ms = int((time.monotonic() - started) * 1000)
         return ChatResult(text, None, None, latency_ms, request.model or self.name)
+
+
+FAIL_PREFIX = "@error"
+TIMEOUT_REPLY = "@timeout"
 
 
 def _parse_config(config: object) -> tuple[list[str], list[tuple[Any, str]], float]:

@@ -434,3 +434,17 @@ def test_a_run_that_loops_stops_at_the_step_limit(
 
     assert "step limit" in run.error
     assert Run.objects.get(pk=run.pk).steps.count() == 5
+
+
+def test_a_script_can_walk_failure_and_timeout_branches(
+    worker: Any, story_recipe: Recipe, owner: Any
+) -> None:
+    script = {"judge": ["@error: judge is down"], "editors": ["@timeout"]}
+
+    run = services.run_start(user=owner, recipe=story_recipe, inputs={"topic": "x"}, script=script)
+    run = wait_for(run, RunStatus.ENDED)
+
+    write = run.steps.get(step_key="write")
+    assert "judge is down" in write.evaluations.get(branch="great").reason
+    assert run.tasks.get().status == TaskStatus.TIMED_OUT
+    assert run.steps.get(step_key="review").evaluations.get(taken=True).branch == "no_answer"

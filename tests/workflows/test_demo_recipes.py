@@ -170,7 +170,7 @@ def test_seed_demo_gives_new_passwords_only_when_asked() -> None:
 
 
 @pytest.mark.django_db
-def test_seed_demo_resets_an_edited_draft_and_publishes_the_file_again() -> None:
+def test_seed_demo_keeps_an_edited_draft() -> None:
     seed()
     recipe = Recipe.objects.get(slug="validation-loop")
     document = document_from_recipe(recipe)
@@ -178,6 +178,20 @@ def test_seed_demo_resets_an_edited_draft_and_publishes_the_file_again() -> None
     recipe_import(user=recipe.owner, data=document, replace=True)
 
     seed()
+
+    recipe.refresh_from_db()
+    assert recipe.name == "Edited"
+
+
+@pytest.mark.django_db
+def test_seed_demo_resets_an_edited_draft_when_asked() -> None:
+    seed()
+    recipe = Recipe.objects.get(slug="validation-loop")
+    document = document_from_recipe(recipe)
+    document["name"] = "Edited"
+    recipe_import(user=recipe.owner, data=document, replace=True)
+
+    seed("--reset-recipes")
 
     recipe.refresh_from_db()
     assert recipe.name == "Answer with a Validation Loop"

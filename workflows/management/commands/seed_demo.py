@@ -55,8 +55,13 @@ class Command(BaseCommand):
             action="store_true",
             help="give the demo and reviewer users new passwords (printed)",
         )
+        parser.add_argument(
+            "--reset-recipes",
+            action="store_true",
+            help="replace the demo recipes' drafts with the files (edits are lost)",
+        )
 
-    def handle(self, *args: Any, reset_password: bool, **options: Any) -> None:
+    def handle(self, *args: Any, reset_password: bool, reset_recipes: bool, **options: Any) -> None:
         summary = Summary()
         with transaction.atomic():
             group, _ = Group.objects.get_or_create(name=REVIEWER_GROUP)
@@ -68,7 +73,9 @@ class Command(BaseCommand):
                 REVIEWER_USERNAME, group=group, staff=False, reset=reset_password, summary=summary
             )
             for path in recipe_files():
-                self._seed_recipe(path, owner=demo, group=group, summary=summary)
+                self._seed_recipe(
+                    path, owner=demo, group=group, summary=summary, reset=reset_recipes
+                )
         self._print(summary)
 
     def _seed_actors(self, summary: Summary) -> None:
@@ -113,11 +120,18 @@ class Command(BaseCommand):
         return user
 
     def _seed_recipe(
-        self, path: Path, *, owner: AbstractBaseUser, group: Group, summary: Summary
+        self, path: Path, *, owner: AbstractBaseUser, group: Group, summary: Summary, reset: bool
     ) -> None:
         data = path.read_bytes()
         document = json.loads(data)
         recipe = Recipe.objects.filter(slug=document.get("slug")).first()
+        if recipe is not None and not reset:
+            # The draft may hold the user's edits: never overwrite them unasked.
+            latest = recipe.latest_version
+            summary.recipes.append(
+                f"{recipe.slug} (kept as it is" + (f", v{latest.number})" if latest else ")")
+            )
+            return
         if recipe is not None and document_from_recipe(recipe) == document:
             state = "unchanged"
         else:
