@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 from django.urls import include, re_path
-from rest_framework.authtoken.views import obtain_auth_token
+from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.routers import DefaultRouter
 
 from .apis import views
+from .apis.parsers import JSONParser
 
 router = DefaultRouter()
 router.register("actors", views.ActorViewSet, basename="actor")
@@ -14,6 +16,11 @@ def api(route: str, view, name: str):  # type: ignore[no-untyped-def]
     """Route `route` with or without a trailing slash (DESIGN.md writes both)."""
     return re_path(rf"^{route}/?$", view, name=name)
 
+
+# DRF's token view names its own parsers: give it ours, which refuse malformed JSON cleanly.
+obtain_auth_token = ObtainAuthToken.as_view(
+    parser_classes=[JSONParser, FormParser, MultiPartParser]
+)
 
 SLUG = r"(?P<slug>[a-z0-9][a-z0-9_-]*)"
 

@@ -1,0 +1,52 @@
+"""A JSON parser that answers every malformed body with a 4xx, never a server error."""
+
+from __future__ import annotations
+
+import codecs
+import json
+import math
+from typing import Any
+
+from django.conf import settings
+from rest_framework import parsers, status
+from rest_framework.exceptions import APIException, ParseError
+
+
+class PayloadTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "The request body is too large."
+    default_code = "payload_too_large"
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        # 1e400 reads as infinity, which no JSON column (PostgreSQL's jsonb) can store.
+        raise ValueError(f"number {text} is out of range")
+    return value
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+class JSONParser(parsers.JSONParser):
+    """Parse JSON like DRF, but refuse what DRF lets through to a server error.
+
+    DRF reads the whole stream whatever DATA_UPLOAD_MAX_MEMORY_SIZE says, raises
+    RecursionError on deeply nested arrays, and turns 1e400 into infinity.
+    """
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        raw = stream.read() if limit is None else stream.read(limit + 1)
+        if limit is not None and len(raw) > limit:
+            raise PayloadTooLarge(f"The request body is larger than {limit} bytes.")
+        try:
+            text = codecs.decode(raw, encoding)
+            return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
+        except (ValueError, LookupError) as exc:
+            raise ParseError(f"JSON parse error - {exc}") from None
+        except RecursionError:
+            raise ParseError("JSON parse error - the body is nested too deeply") from None
