@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 from . import engine
 from .adapters import document_from_recipe, write_recipe_rows
 from .models import Recipe, RecipeVersion
-from .recipe_format import DocumentError, load_document
+from .recipe_format import DocumentError, document_size_errors, load_document
 from .validators import RecipeRejected, check_document
 
 
@@ -44,10 +44,17 @@ def recipe_import(
 
     Nothing is written unless every check passes; the errors are listed in RecipeRejected.
     """
-    try:
-        doc = data if isinstance(data, dict) else load_document(data, max_bytes=settings.RECIPE_MAX_BYTES)
-    except DocumentError as exc:
-        raise RecipeRejected(exc.errors) from None
+    max_bytes = settings.RECIPE_MAX_BYTES
+    if isinstance(data, dict):
+        # A parsed API body is held to the limit a file is held to.
+        if errors := document_size_errors(data, max_bytes=max_bytes):
+            raise RecipeRejected(errors)
+        doc = data
+    else:
+        try:
+            doc = load_document(data, max_bytes=max_bytes)
+        except DocumentError as exc:
+            raise RecipeRejected(exc.errors) from None
     checked = check_document(doc)
     with transaction.atomic():
         recipe = Recipe.objects.select_for_update().filter(slug=doc["slug"]).first()
@@ -79,6 +86,8 @@ def recipe_update(
     if document.get("slug", recipe.slug) != recipe.slug:
         raise RecipeRejected(["slug: the slug of a recipe cannot change"])
     document = {**document, "slug": recipe.slug}
+    if errors := document_size_errors(document, max_bytes=settings.RECIPE_MAX_BYTES):
+        raise RecipeRejected(errors)
     checked = check_document(document)
     with transaction.atomic():
         current = Recipe.objects.select_for_update().get(pk=recipe.pk)

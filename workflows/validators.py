@@ -9,7 +9,7 @@ from django.contrib.auth.models import Group
 
 from . import engine
 from .models import Actor
-from .recipe_format import structure_errors
+from .recipe_format import json_value_errors, structure_errors
 
 HUMAN_PREFIX = "@human:"
 
@@ -33,6 +33,10 @@ class RecipeRejected(Exception):
 
 def check_document(doc: dict[str, Any]) -> CheckedDocument:
     """Return the checked document, or raise RecipeRejected listing every error found."""
+    junk = json_value_errors(doc)
+    if junk:
+        # Not plain JSON (or absurdly deep): the other checks would trip over it.
+        raise RecipeRejected(junk)
     errors = structure_errors(doc)
     graph = None
     try:

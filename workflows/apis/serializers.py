@@ -7,6 +7,16 @@ from django.contrib.auth.models import Group
 from rest_framework import serializers
 
 from ..models import Actor, Recipe, RecipeVersion
+from ..recipe_format import json_value_errors
+
+
+def _json_object(value: object) -> object:
+    """Refuse a settings field that is not a JSON object every database can store."""
+    if not isinstance(value, dict):
+        raise serializers.ValidationError("must be a JSON object")
+    if problems := json_value_errors(value):
+        raise serializers.ValidationError(problems[0])
+    return value
 
 
 class ActorSerializer(serializers.ModelSerializer):
@@ -20,6 +30,12 @@ class ActorSerializer(serializers.ModelSerializer):
             "id", "name", "kind", "provider", "model", "base_url", "api_key_env",
             "params", "timeout_s", "group", "config",
         ]
+
+    def validate_params(self, value: object) -> object:
+        return _json_object(value)
+
+    def validate_config(self, value: object) -> object:
+        return _json_object(value)
 
     def validate(self, attrs: dict) -> dict:
         def current(name: str, default: object = None) -> object:
@@ -47,7 +63,9 @@ class RecipeSummarySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Recipe
-        fields = ["slug", "name", "description", "owner", "revision", "latest_version", "updated_at"]
+        fields = [
+            "slug", "name", "description", "owner", "revision", "latest_version", "updated_at",
+        ]
 
     def get_latest_version(self, recipe: Recipe) -> int | None:
         version = recipe.latest_version

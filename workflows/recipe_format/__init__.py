@@ -1,4 +1,18 @@
-from .loading import DocumentError, load_document, structure_errors
+from .loading import (
+    DocumentError,
+    document_size_errors,
+    json_value_errors,
+    load_document,
+    structure_errors,
+)
 from .schema import FORMAT, json_schema
 
-__all__ = ["FORMAT", "DocumentError", "json_schema", "load_document", "structure_errors"]
+__all__ = [
+    "FORMAT",
+    "DocumentError",
+    "document_size_errors",
+    "json_schema",
+    "json_value_errors",
+    "load_document",
+    "structure_errors",
+]
