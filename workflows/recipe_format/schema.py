@@ -11,6 +11,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 FORMAT = "branchline.recipe/v1"
+# The largest number the integer columns (timeouts, priorities) hold on every database.
+MAX_INT = 2**31 - 1
 
 
 class _Strict(BaseModel):
@@ -49,7 +51,7 @@ class Position(_Strict):
 
 class Branch(_Strict):
     name: str = Field(min_length=1, max_length=200)
-    priority: int = Field(ge=1)
+    priority: int = Field(ge=1, le=MAX_INT)
     when: Condition
     action: str
     target: str = ""
@@ -70,7 +72,7 @@ class Step(_Strict):
     kind: Literal["llm", "human", "decision_tree", "classify"] = "llm"
     actor: str | None = None
     prompt: str = ""
-    timeout_s: int | None = Field(None, ge=1)
+    timeout_s: int | None = Field(None, ge=1, le=MAX_INT)
     validation: Validation | None = None
     position: Position | None = None
     branches: list[Branch] = Field(default_factory=list)
