@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from django.http import HttpResponse
+from django.conf import settings
+from django.http import HttpResponse, QueryDict
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, status, viewsets
 from rest_framework.exceptions import PermissionDenied, ValidationError
-from rest_framework.parsers import FileUploadParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FileUploadParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -14,6 +15,8 @@ from rest_framework.views import APIView
 from .. import selectors, services
 from ..adapters import document_from_recipe
 from ..models import Recipe
+from ..validators import RecipeRejected
+from .parsers import JSONParser
 from .serializers import (
     ActorSerializer,
     ImportOutput,
@@ -61,8 +64,17 @@ def _recipe_detail(recipe: Recipe) -> dict:
 def _import_data(request: Request) -> str | bytes | dict:
     upload = request.FILES.get("file")
     if upload is not None:
+        limit = settings.RECIPE_MAX_BYTES
+        if upload.size > limit:
+            # Refused before reading: an upload may be far larger than memory should hold.
+            raise RecipeRejected([f"$: the file is {upload.size} bytes; the limit is {limit}"])
         return upload.read()
-    if isinstance(request.data, dict) and "file" not in request.data:
+    # A form body (QueryDict) holds lists of strings, not a recipe: it must carry the file.
+    if (
+        isinstance(request.data, dict)
+        and not isinstance(request.data, QueryDict)
+        and "file" not in request.data
+    ):
         return dict(request.data)
     raise ValidationError({"file": "send the recipe as a JSON body, or upload it as 'file'"})
 
