@@ -1,0 +1,197 @@
+"""Browser tests: a live ASGI server with its worker, and Debian's Chromium driven by Playwright.
+
+The server is the app as a user starts it: daphne in its own process, the embedded worker and
+the in-memory channel layer, on a SQLite file this session migrates and seeds with the demo
+(users `demo` and `reviewer`, given passwords here). Without Chromium the tests are skipped,
+unless CI=true, where that is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-gpu"]
+PASSWORDS = {"demo": "e2e-demo-password", "reviewer": "e2e-reviewer-password"}
+
+SET_PASSWORDS = """
+from django.contrib.auth import get_user_model
+for name, password in {passwords!r}.items():
+    user = get_user_model().objects.get(username=name)
+    user.set_password(password)
+    user.save()
+"""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/e2e/" in str(item.path).replace(os.sep, "/"):
+            item.add_marker(pytest.mark.e2e)
+
+
+@dataclass
+class AppServer:
+    url: str
+    env: dict[str, str]
+    log: Path
+    passwords: dict[str, str] = field(default_factory=lambda: dict(PASSWORDS))
+
+    def manage(self, *args: str) -> str:
+        """Run a management command against the server's database; return its output."""
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "manage.py"), *args],
+            env=self.env,
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        return done.stdout
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    if not shutil.which(CHROMIUM):
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"Chromium is missing at {CHROMIUM}: install it (apt install chromium)")
+        pytest.skip(f"Chromium is not installed at {CHROMIUM}")
+    return CHROMIUM
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
+    """Start the app with its embedded worker on a fresh, seeded SQLite database."""
+    workdir = tmp_path_factory.mktemp("e2e-server")
+    port = free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{workdir / 'e2e.sqlite3'}",
+        "EMBEDDED_WORKER": "1",
+        # DEBUG serves the static files from the source folders (no collectstatic needed).
+        "DEBUG": "1",
+        "SECRET_KEY": "e2e-only",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "RUN_BEAT_INTERVAL_SECONDS": "0.5",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+    }
+    env.pop("REDIS_URL", None)
+    server = AppServer(url=f"http://127.0.0.1:{port}", env=env, log=workdir / "server.log")
+    server.manage("migrate", "--noinput", "-v0")
+    server.manage("seed_demo")
+    server.manage("shell", "-c", SET_PASSWORDS.format(passwords=server.passwords))
+    with server.log.open("w") as log:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "config.asgi:application",
+            ],
+            env=env,
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"the server did not start:\n{server.log.read_text()[-3000:]}"
+                    ) from None
+                time.sleep(0.1)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_path: str) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS
+        )
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def artifacts() -> Path:
+    """Return the folder for screenshots (kept after the run; not committed)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+class Session:
+    """One user's browser context, logged in, collecting the page errors it sees."""
+
+    def __init__(self, browser: Any, server: AppServer, username: str) -> None:
+        self.server = server
+        self.context = browser.new_context(
+            base_url=server.url, viewport={"width": 1280, "height": 900}
+        )
+        self.errors: list[str] = []
+        page = self.new_page()
+        page.goto("/login/")
+        page.fill("#id_username", username)
+        page.fill("#id_password", server.passwords[username])
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{server.url}/")
+        page.close()
+
+    def new_page(self) -> Any:
+        page = self.context.new_page()
+        page.on("pageerror", lambda error: self.errors.append(str(error)))
+        return page
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def login(browser: Any, app_server: AppServer) -> Iterator[Any]:
+    """Return `login(username)`: a new browser context signed in as that demo user."""
+    sessions: list[Session] = []
+
+    def open_session(username: str) -> Session:
+        session = Session(browser, app_server, username)
+        sessions.append(session)
+        return session
+
+    yield open_session
+    for session in sessions:
+        session.close()

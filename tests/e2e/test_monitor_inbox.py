@@ -1,0 +1,158 @@
+"""Watch a run live and review it from the inbox, in two browsers, without reloading a page."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import AppServer
+
+LIVE_TIMEOUT_MS = 20_000
+# Long enough for the recipe (at least 200 characters), markup that must show as text, and none
+# of the words the recipe ends a run on.
+STORY = (
+    "The storm knocked twice before the keeper opened the door. It asked for tea and a dry "
+    "chair, and told her of the ships it had carried home. <em>By morning</em> they were "
+    "friends, and the sea stayed <script>window.injected = true</script> calm for a week."
+)
+REVISED = "REVISED: the storm is called Brann, and a small dragon keeps the lamp lit. " + STORY
+COMMENT = "Give the storm a name, and add a small dragon."
+
+
+def no_reload_marker(page: Page) -> None:
+    """Mark the page's window: the mark survives anything but a reload or a navigation."""
+    page.evaluate("window.__sameDocument = true")
+
+
+def assert_not_reloaded(page: Page) -> None:
+    assert page.evaluate("window.__sameDocument === true"), f"{page.url} was reloaded"
+
+
+def start_creative_writing_run(page: Page) -> int:
+    """Start the demo recipe from the recipe list with a script that sends it to human review."""
+    page.goto("/")
+    page.get_by_role("link", name="Run Creative Writing with Quality Control").click()
+    page.get_by_label("topic (string)").fill("a storm that befriends a lighthouse keeper")
+    page.get_by_text("Scripted answers (dry run)").click()
+    page.get_by_label("Answers of writer (demo-writer)").fill(f"{STORY}\n---\n{REVISED}")
+    # The judge scores 5: not good enough to approve, too low to pass: a human must review.
+    page.get_by_label("Answers of judge (demo-judge)").fill("5")
+    page.get_by_role("button", name="Start run").click()
+    page.wait_for_url(re.compile(r"/runs/\d+/$"))
+    return int(page.url.rstrip("/").rsplit("/", 1)[1])
+
+
+def test_a_reviewer_revises_a_run_live_and_its_author_watches_it_succeed(
+    app_server: AppServer, login: Any, artifacts: Path
+) -> None:
+    author, reviewer = login("demo"), login("reviewer")
+    inbox = reviewer.new_page()
+    inbox.goto("/inbox/")
+    expect(inbox.locator("#inbox-empty")).to_be_visible()
+    no_reload_marker(inbox)
+    # demo reviews for the same group: their inbox must lose the task once `reviewer` decides.
+    author_inbox = author.new_page()
+    author_inbox.goto("/inbox/")
+    no_reload_marker(author_inbox)
+
+    monitor = author.new_page()
+    run_id = start_creative_writing_run(monitor)
+    no_reload_marker(monitor)
+
+    # The task appears in the reviewer's inbox, counted in the navigation and the title.
+    task = inbox.locator(".task-card[data-status=open]")
+    expect(task).to_have_count(1, timeout=LIVE_TIMEOUT_MS)
+    expect(task).to_contain_text(f"run #{run_id}")
+    expect(task.locator(".material")).to_contain_text("5")
+    expect(inbox.locator("[data-inbox-count]")).to_have_text("1")
+    expect(inbox).to_have_title(re.compile(r"^\(1\) Inbox"))
+    expect(inbox.locator("#inbox-empty")).to_be_hidden()
+    task_id = task.get_attribute("data-task-id")
+
+    # Meanwhile the author's monitor shows the steps so far and the human step waiting.
+    expect(monitor.locator(".step-card[data-step=generate_story]")).to_contain_text(
+        "<em>By morning</em>", timeout=LIVE_TIMEOUT_MS
+    )
+    expect(monitor.locator(".step-card[data-step=evaluate_quality]")).to_contain_text(
+        "judge scored 5 < 6"
+    )
+    human_step = monitor.locator(".step-card[data-step=editor_review]").first
+    expect(human_step).to_contain_text("Waiting for a reviewer", timeout=LIVE_TIMEOUT_MS)
+    expect(monitor.locator("#run-header")).to_contain_text("Waiting Human")
+    inbox.screenshot(path=str(artifacts / "inbox.png"), full_page=True)
+
+    # The reviewer asks for a revision.
+    task.get_by_label(re.compile("^Comment")).fill(COMMENT)
+    task.get_by_role("button", name="Revise").click()
+    decided = inbox.locator(f"#task-{task_id}")
+    expect(decided).to_contain_text("You chose revise")
+    expect(decided).to_contain_text(COMMENT)
+
+    # The other reviewer's inbox loses the task, and says who decided it.
+    expect(author_inbox.locator(f"#task-{task_id}")).to_have_count(0, timeout=LIVE_TIMEOUT_MS)
+    expect(author_inbox.locator("#inbox-notices")).to_contain_text(
+        "was decided by reviewer: revise"
+    )
+
+    # The monitor shows the decision, then the revision step.
+    expect(human_step).to_contain_text("reviewer chose revise", timeout=LIVE_TIMEOUT_MS)
+    expect(human_step).to_contain_text(COMMENT)
+    expect(human_step.locator(".evaluations li.taken")).to_contain_text("editor_wants_revision")
+    revision = monitor.locator(".step-card[data-step=revise_story]")
+    expect(revision).to_contain_text("REVISED: the storm is called Brann", timeout=LIVE_TIMEOUT_MS)
+    expect(revision.locator(".prompt pre")).to_contain_text(COMMENT, use_inner_text=False)
+
+    # The revised story comes back to review; the reviewer approves it.
+    second = inbox.locator(".task-card[data-status=open]")
+    expect(second).to_have_count(1, timeout=LIVE_TIMEOUT_MS)
+    expect(second.locator(".material")).to_contain_text("REVISED: the storm is called Brann")
+    second.get_by_role("button", name="Approve").click()
+    expect(inbox.locator(".task-card[data-status=decided]")).to_have_count(2)
+
+    # The author's monitor ends on the succeeded status, with the path highlighted.
+    header = monitor.locator("#run-header")
+    expect(header).to_contain_text("Succeeded", timeout=LIVE_TIMEOUT_MS)
+    expect(header).to_contain_text("Approved")
+    expect(header.get_by_role("button", name="Cancel run")).to_have_count(0)
+    expect(monitor.locator(".step-card")).to_have_count(5)
+    expect(monitor.locator("#step-5")).to_contain_text("reviewer chose approve")
+    expect(monitor.locator("#live-state")).to_have_text("The run has succeeded.")
+    expect(monitor.locator("#run-graph canvas").first).to_be_attached()
+    visited = monitor.evaluate(
+        "() => [...document.querySelectorAll('.step-card')].map(c => c.dataset.step)"
+    )
+    assert visited == [
+        "generate_story",
+        "evaluate_quality",
+        "editor_review",
+        "revise_story",
+        "editor_review",
+    ]
+    monitor.screenshot(path=str(artifacts / "monitor.png"), full_page=True)
+
+    # Everything above happened live: no page was reloaded, no script was injected or failed.
+    for page in (inbox, author_inbox, monitor):
+        assert_not_reloaded(page)
+    assert monitor.evaluate("window.injected === undefined")
+    assert author.errors == [] and reviewer.errors == []
+
+
+def test_the_run_list_shows_a_new_run_and_its_status_without_reloading(login: Any) -> None:
+    author = login("demo")
+    runs = author.new_page()
+    runs.goto("/runs/?recipe=creative-writing-qc")
+    no_reload_marker(runs)
+
+    other = author.new_page()
+    run_id = start_creative_writing_run(other)
+
+    badge = runs.locator(f'[data-run-status="{run_id}"]')
+    expect(badge).to_have_text("Waiting Human", timeout=LIVE_TIMEOUT_MS)
+    other.once("dialog", lambda dialog: dialog.accept())  # "Cancel run #N?"
+    other.locator("#run-header").get_by_role("button", name="Cancel run").click()
+    expect(badge).to_have_text("Cancelled", timeout=LIVE_TIMEOUT_MS)
+    assert_not_reloaded(runs)
+    assert author.errors == []
