@@ -34,7 +34,7 @@ def step(key: str, *branches: dict[str, Any], **fields: Any) -> dict[str, Any]:
         "key": key,
         "name": key.replace("_", " ").title(),
         "actor": "writer",
-        "prompt": "Write about {topic}",
+        "prompt": "Write the next part.",
         "branches": list(branches),
     }
     doc.update(fields)

@@ -700,6 +700,37 @@ def test_it_checks_leaf_targets_against_the_tree_and_the_steps() -> None:
     ]
 
 
+def test_it_checks_conditions_shared_by_yaml_aliases_in_bounded_time() -> None:
+    # A YAML alias can name one condition twice at every level: 2**30 conditions in all.
+    when: dict[str, Any] = {"type": "default"}
+    for _ in range(30):
+        when = {"type": "or", "conditions": [when, when]}
+    with pytest.raises(RecipeInvalid) as raised:
+        parse_recipe(recipe(step("a", branch("b", 1, when))))
+    [error] = raised.value.errors
+    assert error.startswith("steps[0].branches[0].when.conditions[0].conditions[0]")
+    assert error.endswith(": a recipe has at most 5000 conditions")
+
+
+def test_it_refuses_conditions_nested_too_deep() -> None:
+    when: dict[str, Any] = {"type": "default"}
+    for _ in range(40):
+        when = {"type": "not", "conditions": [when]}
+    with pytest.raises(RecipeInvalid) as raised:
+        parse_recipe(recipe(step("a", branch("b", 1, when))))
+    assert raised.value.errors == [
+        "steps[0].branches[0].when"
+        + ".conditions[0]" * 33
+        + ": conditions are nested deeper than 32 levels"
+    ]
+
+
+def test_it_refuses_a_recipe_with_too_many_steps() -> None:
+    with pytest.raises(RecipeInvalid) as raised:
+        parse_recipe(recipe(*[step(f"s{i}") for i in range(301)]))
+    assert raised.value.errors == ["steps: a recipe has at most 300 steps, got 301"]
+
+
 @pytest.mark.parametrize("doc", [None, [], "recipe", 3])
 def test_it_refuses_a_document_that_is_not_an_object(doc: object) -> None:
     with pytest.raises(RecipeInvalid) as raised:

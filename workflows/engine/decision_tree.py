@@ -42,6 +42,7 @@ _NUMERIC = (*NUMERIC_OPERATORS, *NUMERIC_OPERATOR_ALIASES)
 _PLAIN_TYPES = (*TREE_CONDITIONS, "check_count")
 # Deeper trees are refused: they are mistakes, and walking them would exhaust the stack.
 MAX_DEPTH = 64
+MAX_NODES = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +67,9 @@ def validate_tree(tree: object, path: str) -> list[str]:
     root, suffix = tree_root(tree)
     if root is None:
         return [f"{path}.tree: is required"]
-    errors: list[str] = []
-    _check_node(root, f"{path}{suffix}", 0, errors)
-    return errors
+    checker = _TreeChecker()
+    checker.node(root, f"{path}{suffix}", 0)
+    return checker.errors
 
 
 def leaves(tree: Mapping[str, Any]) -> list[str]:
@@ -86,90 +87,117 @@ def leaves(tree: Mapping[str, Any]) -> list[str]:
     return names
 
 
-def _check_node(node: object, path: str, depth: int, errors: list[str]) -> None:
-    if depth > MAX_DEPTH:
-        errors.append(f"{path}: the tree is deeper than {MAX_DEPTH} levels")
-        return
-    if not isinstance(node, Mapping):
-        errors.append(f"{path}: must be an object")
-        return
-    kind = node.get("type")
-    if kind == "leaf":
-        prompt = node.get("prompt")
-        if prompt is None:
-            errors.append(f"{path}.prompt: is required")
-        elif not isinstance(prompt, str) or not prompt:
-            errors.append(f"{path}.prompt: must be a non-empty string")
-        return
-    if kind != "node":
-        errors.append(f"{path}.type: unknown node type {kind!r}; expected node or leaf")
-        return
-    priority = node.get("priority")
-    if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
-        errors.append(f"{path}.priority: must be an integer")
-    for key in ("condition", "if_true", "if_false"):
-        if key not in node:
-            errors.append(f"{path}.{key}: is required")
-    if "condition" in node:
-        _check_condition(node["condition"], f"{path}.condition", depth, errors)
-    for key in ("if_true", "if_false"):
-        if key in node:
-            _check_node(node[key], f"{path}.{key}", depth + 1, errors)
+class _TreeChecker:
+    """Collect a tree's errors, visiting at most MAX_NODES nodes and conditions.
 
+    The budget matters for documents read from YAML, whose aliases can share one subtree
+    between many parents: walking such a tree node by node would take exponential time.
+    """
 
-def _check_condition(cond: object, path: str, depth: int, errors: list[str]) -> None:
-    if depth > MAX_DEPTH:
-        errors.append(f"{path}: conditions are nested deeper than {MAX_DEPTH} levels")
-        return
-    if not isinstance(cond, Mapping):
-        errors.append(f"{path}: must be an object")
-        return
-    kind, op = cond.get("type"), cond.get("operator")
-    if not isinstance(kind, str):
-        errors.append(
-            f"{path}.type: is required" if kind is None else f"{path}.type: must be a string"
-        )
-        return
-    logical = logical_kind(kind, op, _PLAIN_TYPES)
-    if logical is not None:
-        operands = cond.get("conditions")
-        if not isinstance(operands, list) or not operands:
-            errors.append(f"{path}.conditions: {logical} needs a non-empty list of conditions")
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+        self.visited = 0
+        self.too_deep = False
+
+    def spend(self, path: str) -> bool:
+        """Count one visit; return False (and report once) when the budget is spent."""
+        self.visited += 1
+        if self.visited == MAX_NODES + 1:
+            self.errors.append(f"{path}: the tree has more than {MAX_NODES} nodes and conditions")
+        return self.visited <= MAX_NODES
+
+    def node(self, node: object, path: str, depth: int) -> None:
+        if not self.spend(path):
             return
-        if logical == "not" and len(operands) != 1:
+        if depth > MAX_DEPTH:
+            if not self.too_deep:  # once is enough: every deeper path says the same
+                self.errors.append(f"{path}: the tree is deeper than {MAX_DEPTH} levels")
+            self.too_deep = True
+            return
+        if not isinstance(node, Mapping):
+            self.errors.append(f"{path}: must be an object")
+            return
+        kind = node.get("type")
+        if kind == "leaf":
+            prompt = node.get("prompt")
+            if prompt is None:
+                self.errors.append(f"{path}.prompt: is required")
+            elif not isinstance(prompt, str) or not prompt:
+                self.errors.append(f"{path}.prompt: must be a non-empty string")
+            return
+        if kind != "node":
+            self.errors.append(f"{path}.type: unknown node type {kind!r}; expected node or leaf")
+            return
+        priority = node.get("priority")
+        if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
+            self.errors.append(f"{path}.priority: must be an integer")
+        for key in ("condition", "if_true", "if_false"):
+            if key not in node:
+                self.errors.append(f"{path}.{key}: is required")
+        if "condition" in node:
+            self.condition(node["condition"], f"{path}.condition", depth)
+        for key in ("if_true", "if_false"):
+            if key in node:
+                self.node(node[key], f"{path}.{key}", depth + 1)
+
+    def condition(self, cond: object, path: str, depth: int) -> None:
+        if not self.spend(path):
+            return
+        errors = self.errors
+        if depth > MAX_DEPTH:
+            errors.append(f"{path}: conditions are nested deeper than {MAX_DEPTH} levels")
+            return
+        if not isinstance(cond, Mapping):
+            errors.append(f"{path}: must be an object")
+            return
+        kind, op = cond.get("type"), cond.get("operator")
+        if not isinstance(kind, str):
             errors.append(
-                f"{path}.conditions: not takes exactly one condition, got {len(operands)}"
+                f"{path}.type: is required" if kind is None else f"{path}.type: must be a string"
             )
-        for i, operand in enumerate(operands):
-            _check_condition(operand, f"{path}.conditions[{i}]", depth + 1, errors)
-        return
-    if kind in TREE_CONDITIONS:
-        expected = TREE_CONDITIONS[kind]
-        if op is not None and op != expected:
-            errors.append(f"{path}.operator: unknown operator {op!r}; {kind} takes {expected}")
-        for key in ("pii_types", "exclude_types", "keywords"):
-            value = cond.get(key)
-            if value is not None and not (
-                isinstance(value, list) and all(isinstance(v, str) for v in value)
-            ):
-                errors.append(f"{path}.{key}: must be a list of strings")
-        return
-    if kind == "check_count":
-        name = cond.get("field")
-        if not isinstance(name, str) or not name:
-            errors.append(
-                f"{path}.field: is required" if name is None else f"{path}.field: must be a string"
-            )
-        if op not in _NUMERIC:
-            errors.append(
-                f"{path}.operator: unknown operator {op!r}; expected one of: {', '.join(_NUMERIC)}"
-            )
-        value = cond.get("value")
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            errors.append(f"{path}.value: must be a number, got {value!r}")
-        return
-    known = ", ".join([*_PLAIN_TYPES, "and", "or", "not"])
-    errors.append(f"{path}.type: unknown condition type {kind!r}; expected one of: {known}")
+            return
+        logical = logical_kind(kind, op, _PLAIN_TYPES)
+        if logical is not None:
+            operands = cond.get("conditions")
+            if not isinstance(operands, list) or not operands:
+                errors.append(f"{path}.conditions: {logical} needs a non-empty list of conditions")
+                return
+            if logical == "not" and len(operands) != 1:
+                errors.append(
+                    f"{path}.conditions: not takes exactly one condition, got {len(operands)}"
+                )
+            for i, operand in enumerate(operands):
+                self.condition(operand, f"{path}.conditions[{i}]", depth + 1)
+            return
+        if kind in TREE_CONDITIONS:
+            expected = TREE_CONDITIONS[kind]
+            if op is not None and op != expected:
+                errors.append(f"{path}.operator: unknown operator {op!r}; {kind} takes {expected}")
+            for key in ("pii_types", "exclude_types", "keywords"):
+                value = cond.get(key)
+                if value is not None and not (
+                    isinstance(value, list) and all(isinstance(v, str) for v in value)
+                ):
+                    errors.append(f"{path}.{key}: must be a list of strings")
+            return
+        if kind == "check_count":
+            name = cond.get("field")
+            if not isinstance(name, str) or not name:
+                errors.append(
+                    f"{path}.field: is required"
+                    if name is None
+                    else f"{path}.field: must be a string"
+                )
+            if op not in _NUMERIC:
+                errors.append(
+                    f"{path}.operator: unknown operator {op!r}; expected one of: {', '.join(_NUMERIC)}"
+                )
+            value = cond.get("value")
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                errors.append(f"{path}.value: must be a number, got {value!r}")
+            return
+        known = ", ".join([*_PLAIN_TYPES, "and", "or", "not"])
+        errors.append(f"{path}.type: unknown condition type {kind!r}; expected one of: {known}")
 
 
 def evaluate_tree(tree: Mapping[str, Any], facts: Mapping[str, object]) -> TreeOutcome:

@@ -52,6 +52,11 @@ INPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PLAIN_TYPES = (*CONDITION_OPERATORS, *CONDITION_TYPE_ALIASES)
 _CONDITION_KEYS = frozenset({"type", "operator", "value", "conditions"})
 _MAX_NESTING = 32
+# Limits on size: YAML aliases let a small file name one list or condition many times over,
+# and checking such a document node by node must not take exponential time.
+MAX_STEPS = 300
+MAX_BRANCHES = 100
+MAX_CONDITIONS = 5000
 _MAX_RECLASSIFY_LIMIT = 10
 
 
@@ -91,6 +96,7 @@ class _Parser:
         self.keys: list[str] = []
         self.step_count = 0
         self.route_names: set[str] = set()
+        self.conditions_seen = 0
 
     def error(self, path: str, message: str) -> None:
         self.errors.append(f"{path}: {message}")
@@ -221,6 +227,9 @@ class _Parser:
             return []
         if not value:
             self.error("steps", "a recipe needs at least one step")
+            return []
+        if len(value) > MAX_STEPS:
+            self.error("steps", f"a recipe has at most {MAX_STEPS} steps, got {len(value)}")
             return []
         self.step_count = len(value)
         heads = [self.step_head(doc, f"steps[{i}]") for i, doc in enumerate(value)]
@@ -489,6 +498,9 @@ class _Parser:
         if not isinstance(value, list):
             self.error(path, f"must be a list, got {type(value).__name__}")
             return []
+        if len(value) > MAX_BRANCHES:
+            self.error(path, f"a step has at most {MAX_BRANCHES} branches, got {len(value)}")
+            return []
         branches: list[BranchSpec] = []
         names: dict[str, int] = {}
         priorities: dict[int, int] = {}
@@ -652,6 +664,11 @@ class _Parser:
     # -- conditions ----------------------------------------------------------------------
 
     def condition(self, value: object, path: str, head: _StepHead, depth: int) -> Condition | None:
+        self.conditions_seen += 1
+        if self.conditions_seen > MAX_CONDITIONS:
+            if self.conditions_seen == MAX_CONDITIONS + 1:
+                self.error(path, f"a recipe has at most {MAX_CONDITIONS} conditions")
+            return None
         if depth > _MAX_NESTING:
             self.error(path, f"conditions are nested deeper than {_MAX_NESTING} levels")
             return None

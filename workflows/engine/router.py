@@ -206,9 +206,11 @@ def decide(
             state.approved = True
         elif taken.action == "ERROR_HANDLER":
             state.error_handled = True
-    if move.kind in ("repeat", "retry_actor"):
-        state.repeating = step.key
-        state.actor_override = move.actor
+    repeats = move.kind in ("repeat", "retry_actor")
+    # The next result of this step continues the visit only after a repeat; the actor a retry
+    # chose is kept for that visit alone.
+    state.repeating = step.key if repeats else None
+    state.actor_override = move.actor if repeats else None
     branch_name = taken.name if taken is not None else None
     if taken is None and step.kind == "decision_tree" and evaluations[0].taken:
         branch_name = evaluations[0].branch
