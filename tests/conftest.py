@@ -1,0 +1,114 @@
+"""Shared fixtures: users and groups, the standard actors, API clients and an imported recipe."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group
+from rest_framework.test import APIClient
+
+from tests.factories import (
+    JUDGE,
+    OPENAI,
+    REVIEWERS,
+    WRITER,
+    ActorFactory,
+    GroupFactory,
+    UserFactory,
+    recipe_document,
+)
+from workflows.models import Actor, Recipe
+from workflows.services import recipe_import
+
+
+@dataclass
+class Actors:
+    writer: Actor
+    judge: Actor
+    openai: Actor
+    editors: Actor
+    reviewers: Group
+
+
+@pytest.fixture
+def user(db: None) -> Any:
+    return UserFactory(username="alice")
+
+
+@pytest.fixture
+def other_user(db: None) -> Any:
+    return UserFactory(username="mallory")
+
+
+@pytest.fixture
+def staff_user(db: None) -> Any:
+    return UserFactory(username="sam", staff=True)
+
+
+@pytest.fixture
+def superuser(db: None) -> Any:
+    return UserFactory(username="root", superuser=True)
+
+
+@pytest.fixture
+def reviewers(db: None) -> Group:
+    return GroupFactory(name=REVIEWERS)
+
+
+@pytest.fixture
+def actors(db: None, reviewers: Group) -> Actors:
+    """Create the actors recipe documents in the tests name: scripted, OpenAI and human."""
+    return Actors(
+        writer=ActorFactory(name=WRITER),
+        judge=ActorFactory(name=JUDGE, config={"replies": ["9"]}),
+        openai=ActorFactory(name=OPENAI, openai=True),
+        editors=ActorFactory(name="editors-desk", human=True, group=reviewers),
+        reviewers=reviewers,
+    )
+
+
+@pytest.fixture
+def doc() -> dict[str, Any]:
+    """Return a minimal valid recipe document (slug `short-story`)."""
+    return recipe_document(slug="short-story", name="Short Story")
+
+
+@pytest.fixture
+def recipe(user: Any, actors: Actors, doc: dict[str, Any]) -> Recipe:
+    """Return the minimal recipe, imported by `user` (its owner)."""
+    return recipe_import(user=user, data=doc).recipe
+
+
+def api_client(user: Any = None, *, raise_errors: bool = True) -> APIClient:
+    """Return a DRF test client logged in as `user` (anonymous without one).
+
+    With `raise_errors=False` a server error comes back as a 500 response instead of raising,
+    for the tests that assert bad input never causes one.
+    """
+    client = APIClient()
+    client.raise_request_exception = raise_errors
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def api(user: Any) -> APIClient:
+    return api_client(user)
+
+
+@pytest.fixture
+def anon_api(db: None) -> APIClient:
+    return api_client()
+
+
+@pytest.fixture
+def other_api(other_user: Any) -> APIClient:
+    return api_client(other_user)
+
+
+@pytest.fixture
+def staff_api(staff_user: Any) -> APIClient:
+    return api_client(staff_user)
