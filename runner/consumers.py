@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -48,7 +49,28 @@ REPLAY_BATCH = 500
 MAX_WATCHED_RUNS = 200
 
 
+# Event loops whose channel layer has its keep-listening subscription (see _keep_listening).
+_listening: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+
+
+async def _keep_listening(layer: Any) -> None:
+    """Hold one subscription on this server loop's channel layer for as long as it runs.
+
+    channels-redis' pub/sub layer reads Redis only while it has a subscription; with none (the
+    last viewer left) it polls every 100 ms, so the first events a new viewer should see waited
+    up to 100 ms, then arrived in a burst. A channel nobody reads keeps the reader on the socket.
+    """
+    loop = asyncio.get_running_loop()
+    if loop not in _listening:
+        _listening.add(loop)
+        await layer.new_channel("keep-listening.")
+
+
 class _Consumer(AsyncJsonWebsocketConsumer):
+    async def websocket_connect(self, message: dict[str, Any]) -> None:
+        await _keep_listening(self.channel_layer)
+        await super().websocket_connect(message)
+
     async def dispatch(self, message: dict[str, Any]) -> None:
         """Call the message's handler without Channels' connection clean-up hop first.
 

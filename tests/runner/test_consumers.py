@@ -383,3 +383,20 @@ async def test_the_run_list_watches_visible_active_runs_only(
     assert changed == {"type": "status", "run": shared.pk, "status": "running", "outcome": ""}
     assert await communicator.receive_nothing(timeout=0.2)
     await communicator.disconnect()
+
+
+# --- the channel layer ---------------------------------------------------------------------------
+
+
+async def test_a_server_loop_keeps_one_subscription_so_its_layer_never_stops_reading() -> None:
+    subscribed = []
+
+    class Layer:
+        async def new_channel(self, prefix: str) -> str:
+            subscribed.append(prefix)
+            return prefix + "1"
+
+    for _ in range(3):
+        await consumers._keep_listening(Layer())
+
+    assert subscribed == ["keep-listening."]
