@@ -219,12 +219,12 @@ DOCUMENT_ERRORS: list[tuple[str, Mutation, str]] = [
     (
         "target naming no step",
         with_branches(branch(target="nowhere")),
-        "steps[0].branches[0].target: *",
+        "steps[0].branches[0].target: unknown step 'nowhere'; expected a step key or @repeat, @end, @complete",
     ),
     (
         "unknown special target",
         with_branches(branch(target="@later")),
-        "steps[0].branches[0].target: *",
+        "steps[0].branches[0].target: unknown step '@later'*",
     ),
     (
         "unknown actor",
@@ -236,11 +236,15 @@ DOCUMENT_ERRORS: list[tuple[str, Mutation, str]] = [
         with_doc(actors={"writer": "scripted-writer", "editors": "@human:ghosts"}),
         "actors.editors: unknown reviewer group 'ghosts'",
     ),
-    ("step actor that is no alias", with_step(actor="ghost"), "steps[0].actor: *"),
+    (
+        "step actor that is no alias",
+        with_step(actor="ghost"),
+        "steps[0].actor: unknown actor alias 'ghost'; declared: writer",
+    ),
     (
         "regex that does not compile",
         with_branches(branch(when=pattern("(unclosed"))),
-        "steps[0].branches[0].when.value: *",
+        "steps[0].branches[0].when.value: invalid regex: missing ): (unclosed",
     ),
     (
         "backreference regex",
@@ -255,23 +259,43 @@ DOCUMENT_ERRORS: list[tuple[str, Mutation, str]] = [
     (
         "unknown regex flag",
         with_branches(branch(when=pattern("error", flags="x"))),
-        "steps[0].branches[0].when.flags: *",
+        "steps[0].branches[0].when.flags: unknown regex flag 'x'; use i, m or s",
     ),
-    ("unknown template name", with_step(prompt="Write about {nope}"), "steps[0].prompt: *"),
+    (
+        "unknown template name",
+        with_step(prompt="Write about {nope}"),
+        "steps[0].prompt: unknown template name 'nope'; declared inputs: topic",
+    ),
     (
         "step number past the last step",
         with_step(prompt="Improve {step9_response}"),
-        "steps[0].prompt: *",
+        "steps[0].prompt: unknown template name 'step9_response'*",
     ),
     (
         "reference to a missing step",
         with_step(prompt="Improve {steps.missing.response}"),
-        "steps[0].prompt: *",
+        "steps[0].prompt: unknown template name 'steps.missing.response'*",
     ),
-    ("attribute access in a template", with_step(prompt="{topic.__class__}"), "steps[0].prompt: *"),
-    ("lone brace in a template", with_step(prompt="Write {topic"), "steps[0].prompt: *"),
-    ("decision tree that is not an object", tree_step("yes"), "steps[1].tree: *"),
-    ("decision tree without its tree", tree_step({"version": "1"}), "steps[1].tree*"),
+    (
+        "attribute access in a template",
+        with_step(prompt="{topic.__class__}"),
+        "steps[0].prompt: attribute access in {topic.__class__} is not allowed",
+    ),
+    (
+        "lone brace in a template",
+        with_step(prompt="Write {topic"),
+        "steps[0].prompt: single '{' in template*",
+    ),
+    (
+        "decision tree that is not an object",
+        tree_step("yes"),
+        "steps[1].tree: Input should be a valid dictionary",
+    ),
+    (
+        "decision tree without its tree",
+        tree_step({"version": "1"}),
+        "steps[1].tree.tree: is required",
+    ),
     (
         "decision tree node without branches",
         tree_step(
@@ -284,12 +308,12 @@ DOCUMENT_ERRORS: list[tuple[str, Mutation, str]] = [
                 },
             }
         ),
-        "steps[1].tree.tree*",
+        "steps[1].tree.tree.if_true: is required",
     ),
     (
         "decision tree node of unknown type",
         tree_step({"version": "1", "tree": {"type": "bush"}}),
-        "steps[1].tree.tree*",
+        "steps[1].tree.tree.type: unknown node type 'bush'*",
     ),
     (
         "decision tree condition of unknown type",
@@ -305,7 +329,7 @@ DOCUMENT_ERRORS: list[tuple[str, Mutation, str]] = [
                 },
             }
         ),
-        "steps[1].tree.tree.condition*",
+        "steps[1].tree.tree.condition.type: unknown condition type 'check_horoscope'*",
     ),
     (
         "decision tree leaf mapped to no step",
@@ -332,14 +356,22 @@ DOCUMENT_ERRORS: list[tuple[str, Mutation, str]] = [
         ),
         "steps[1].leaf_targets.missing: no leaf 'missing' in the tree*",
     ),
-    ("duplicate step keys", added_step(key="write", actor="writer"), "steps[1].key: *"),
+    (
+        "duplicate step keys",
+        added_step(key="write", actor="writer"),
+        "steps[1].key: duplicate step key 'write' (also steps[0])",
+    ),
     (
         "duplicate branch priorities",
         with_branches(branch(), branch(name="also_short", priority=1)),
-        "steps[0].branches[1].priority: *",
+        "steps[0].branches[1].priority: duplicate priority 1 (also branches[0])",
     ),
-    ("step key that is not a slug", with_step(key="Write It!"), "steps[0].key: *"),
-    ("slug that is not a slug", with_doc(slug="Short Story!"), "slug: *"),
+    ("step key that is not a slug", with_step(key="Write It!"), "steps[0].key: must match*"),
+    (
+        "slug that is not a slug",
+        with_doc(slug="Short Story!"),
+        "slug: must match ^[a-z0-9][a-z0-9_-]*$, got 'Short Story!'",
+    ),
     (
         "human step run by a model",
         with_step(kind="human"),
