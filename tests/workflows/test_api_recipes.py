@@ -303,6 +303,31 @@ class TestUpdate:
         assert response.json()["name"] == "Tiny Tales"
         assert response.json()["document"]["description"] == "Stories, but small."
 
+    def test_a_rename_counts_as_an_edit_of_the_draft(
+        self, api: Any, recipe: Recipe, doc: dict[str, Any]
+    ) -> None:
+        # The name is part of the draft document: a PUT made from the old revision would
+        # silently put the old name back.
+        renamed = api.patch("/api/recipes/short-story", {"name": "Tiny Tales"}, format="json")
+
+        stale = api.put(
+            "/api/recipes/short-story", {"document": doc, "revision": 1}, format="json"
+        )
+
+        assert renamed.json()["revision"] == 2
+        assert stale.status_code == 409
+        recipe.refresh_from_db()
+        assert recipe.name == "Tiny Tales"
+
+    def test_sharing_is_not_an_edit_of_the_draft(
+        self, api: Any, recipe: Recipe, other_user: Any
+    ) -> None:
+        response = api.patch(
+            "/api/recipes/short-story", {"shared_with_users": ["mallory"]}, format="json"
+        )
+
+        assert response.json()["revision"] == 1
+
     def test_it_deletes_a_recipe(self, api: Any, recipe: Recipe) -> None:
         response = api.delete("/api/recipes/short-story")
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.db.models import F
 from django.http import HttpResponse, QueryDict
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, status, viewsets
 from rest_framework.exceptions import PermissionDenied, ValidationError
@@ -129,10 +131,14 @@ class RecipeDetailApi(APIView):
         data = RecipePatchInput(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
         fields = data.validated_data
-        for name in ("name", "description"):
-            if name in fields:
-                setattr(recipe, name, fields[name])
-        recipe.save()
+        edits = {name: fields[name] for name in ("name", "description") if name in fields}
+        if edits:
+            # Name and description are part of the draft document: bump its revision, so a
+            # PUT made from the previous revision is refused instead of undoing this edit.
+            Recipe.objects.filter(pk=recipe.pk).update(
+                **edits, revision=F("revision") + 1, updated_at=timezone.now()
+            )
+            recipe.refresh_from_db()
         if "shared_with_users" in fields or "shared_with_groups" in fields:
             services.recipe_share(
                 recipe=recipe,
