@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -121,17 +122,24 @@ def format_number(value: float | int) -> str:
 
 
 def as_number(value: object) -> float | int | None:
-    """Return `value` as a number (numeric text is read; a list counts its items), or None."""
+    """Return `value` as a finite number (numeric text is read; a list counts its items).
+
+    Return None for anything else, booleans, NaN and infinities included.
+    """
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float):
+    if isinstance(value, int):
         return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
     if isinstance(value, list | tuple | dict):
         return len(value)
     if isinstance(value, str):
         try:
             number = float(value.strip())
         except ValueError:
+            return None
+        if not math.isfinite(number):
             return None
         return int(number) if number.is_integer() and "." not in value else number
     return None

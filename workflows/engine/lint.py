@@ -69,6 +69,8 @@ def _successors(graph: RecipeGraph, step: StepSpec) -> Iterator[str]:
 
 
 def _unreachable(graph: RecipeGraph) -> list[str]:
+    if not graph.steps:
+        return []
     first = graph.first_step().key
     seen = {first}
     stack = [first]

@@ -136,9 +136,11 @@ class _Parser:
         path: str,
         *,
         required: bool = False,
-        empty: bool = True,
     ) -> str | None:
-        """Return the string at `doc[key]`, reporting a missing or non-string value."""
+        """Return the string at `doc[key]`, reporting a missing, non-string or empty value.
+
+        An empty string counts as missing only when the field is `required`.
+        """
         value = doc.get(key)
         if value is None:
             if required:
@@ -147,7 +149,7 @@ class _Parser:
         if not isinstance(value, str):
             self.error(path, f"must be a string, got {type(value).__name__}")
             return None
-        if not value and (required or not empty):
+        if not value and required:
             self.error(path, "must not be empty")
             return None
         return value

@@ -28,7 +28,7 @@ from workflows.engine.actor_choice import ActorStats
 from workflows.engine.conditions import EvalContext, Judge, evaluate_condition
 from workflows.engine.decision_tree import evaluate_tree
 from workflows.engine.errors import EngineError
-from workflows.engine.graph import RecipeGraph, StepSpec
+from workflows.engine.graph import BranchSpec, RecipeGraph, StepSpec
 from workflows.engine.state import RunState
 from workflows.engine.vocabulary import COMPLETE, END
 
@@ -137,6 +137,52 @@ def _tree_move(
     return None, Evaluation(name, 0, True, False, f"{reason}; leaf {leaf} names no step")
 
 
+def _first_branch(
+    graph: RecipeGraph,
+    step: StepSpec,
+    state: RunState,
+    ctx: EvalContext,
+    actor_stats: Sequence[ActorStats],
+    evaluations: list[Evaluation],
+) -> tuple[Move, BranchSpec, str] | None:
+    """Evaluate the active branches in priority order, logging each; return the one taken."""
+    for branch in step.active_branches:
+        matched, why = evaluate_condition(branch.when, ctx)
+        if not matched:
+            evaluations.append(Evaluation(branch.name, branch.priority, False, False, why))
+            continue
+        if is_bounded(branch):
+            limit = retry_limit(branch)
+            if state.retries_used(step.key, branch.name) >= limit:
+                exhausted = f"exhausted after {limit} retries"
+                evaluations.append(Evaluation(branch.name, branch.priority, True, False, exhausted))
+                continue
+        move = move_for(graph, step, branch, override=state.actor_override, actor_stats=actor_stats)
+        if move is None:
+            refusal = "no other actor available; treated as exhausted"
+            evaluations.append(Evaluation(branch.name, branch.priority, True, False, refusal))
+            continue
+        evaluations.append(Evaluation(branch.name, branch.priority, True, True, why))
+        return move, branch, why
+    return None
+
+
+def _remember(state: RunState, step: StepSpec, move: Move, taken: BranchSpec | None) -> None:
+    """Update the retry counters and flags for the move about to be made."""
+    if taken is not None:
+        if is_bounded(taken):
+            state.count_retry(step.key, taken.name)
+        if taken.action == "QUALITY_APPROVED":
+            state.approved = True
+        elif taken.action == "ERROR_HANDLER":
+            state.error_handled = True
+    repeats = move.kind in ("repeat", "retry_actor")
+    # The next result of this step continues the visit only after a repeat; the actor a retry
+    # chose is kept for that visit alone.
+    state.repeating = step.key if repeats else None
+    state.actor_override = move.actor if repeats else None
+
+
 def decide(
     graph: RecipeGraph,
     state: RunState,
@@ -159,37 +205,19 @@ def decide(
     _record(step, state, result)
     evaluations: list[Evaluation] = []
     move: Move | None = None
-    taken = None
+    taken: BranchSpec | None = None
+    name: str | None = None
     reason = ""
     if step.kind == "decision_tree":
         move, evaluation = _tree_move(graph, step, state, result)
         evaluations.append(evaluation)
-        reason = evaluation.reason
+        name, reason = (evaluation.branch, evaluation.reason) if move else (None, "")
     if move is None:
         ctx = _context(step, state, result, judge)
-        for branch in step.active_branches:
-            matched, why = evaluate_condition(branch.when, ctx)
-            if not matched:
-                evaluations.append(Evaluation(branch.name, branch.priority, False, False, why))
-                continue
-            if is_bounded(branch):
-                limit = retry_limit(branch)
-                if state.retries_used(step.key, branch.name) >= limit:
-                    exhausted = f"exhausted after {limit} retries"
-                    evaluations.append(
-                        Evaluation(branch.name, branch.priority, True, False, exhausted)
-                    )
-                    continue
-            move = move_for(
-                graph, step, branch, override=state.actor_override, actor_stats=actor_stats
-            )
-            if move is None:
-                refusal = "no other actor available; treated as exhausted"
-                evaluations.append(Evaluation(branch.name, branch.priority, True, False, refusal))
-                continue
-            evaluations.append(Evaluation(branch.name, branch.priority, True, True, why))
-            taken, reason = branch, why
-            break
+        found = _first_branch(graph, step, state, ctx, actor_stats, evaluations)
+        if found is not None:
+            move, taken, reason = found
+            name = taken.name
     if move is None:
         following = graph.next_in_sequence(step.key)
         if following is None:
@@ -199,28 +227,8 @@ def decide(
     if move.kind in RUNS_A_STEP and state.step_count >= state.max_steps:
         limit_reason = f"step limit {state.max_steps} reached"
         return Decision("fail", None, None, None, None, None, limit_reason, evaluations)
-    if taken is not None:
-        if is_bounded(taken):
-            state.count_retry(step.key, taken.name)
-        if taken.action == "QUALITY_APPROVED":
-            state.approved = True
-        elif taken.action == "ERROR_HANDLER":
-            state.error_handled = True
-    repeats = move.kind in ("repeat", "retry_actor")
-    # The next result of this step continues the visit only after a repeat; the actor a retry
-    # chose is kept for that visit alone.
-    state.repeating = step.key if repeats else None
-    state.actor_override = move.actor if repeats else None
-    branch_name = taken.name if taken is not None else None
-    if taken is None and step.kind == "decision_tree" and evaluations[0].taken:
-        branch_name = evaluations[0].branch
+    _remember(state, step, move, taken)
+    action = taken.action if taken is not None else None
     return Decision(
-        move.kind,
-        move.next_step,
-        branch_name,
-        taken.action if taken is not None else None,
-        move.prompt_suffix,
-        move.actor,
-        reason,
-        evaluations,
+        move.kind, move.next_step, name, action, move.prompt_suffix, move.actor, reason, evaluations
     )
