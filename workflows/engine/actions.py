@@ -8,7 +8,13 @@ from typing import Literal
 
 from workflows.engine.actor_choice import ActorStats, choose_actor
 from workflows.engine.graph import BranchSpec, RecipeGraph, StepSpec
-from workflows.engine.vocabulary import COMPLETE, DEFAULT_MAX_RETRIES, END, REPEAT
+from workflows.engine.vocabulary import (
+    COMPLETE,
+    DEFAULT_MAX_RETRIES,
+    END,
+    REPEAT,
+    REPEAT_ACTIONS,
+)
 
 DecisionKind = Literal["goto", "repeat", "retry_actor", "end", "complete", "fail"]
 HUMAN_ACTOR_PREFIX = "@human:"
@@ -29,7 +35,7 @@ class Move:
 
 def is_bounded(branch: BranchSpec) -> bool:
     """Tell whether taking `branch` runs its step again, so `max_retries` bounds it."""
-    return branch.target == REPEAT
+    return branch.target == REPEAT or branch.action in REPEAT_ACTIONS
 
 
 def retry_limit(branch: BranchSpec) -> int:
@@ -38,10 +44,11 @@ def retry_limit(branch: BranchSpec) -> int:
     return DEFAULT_MAX_RETRIES if explicit is None else explicit
 
 
+_SUFFIX_PARAMS = {"REQUEST_MORE_DETAIL": "retry_suffix", "ENHANCE_PROMPT": "prompt_enhancement"}
+
+
 def _suffix(branch: BranchSpec) -> str | None:
-    key = {"REQUEST_MORE_DETAIL": "retry_suffix", "ENHANCE_PROMPT": "prompt_enhancement"}.get(
-        branch.action
-    )
+    key = _SUFFIX_PARAMS.get(branch.action)
     value = branch.params.get(key) if key else None
     return value if isinstance(value, str) and value else None
 
@@ -53,7 +60,7 @@ def other_actor(
     current: str | None,
     actor_stats: Sequence[ActorStats],
 ) -> str | None:
-    """Return the alias to retry `step` with: `params.alternative_actor`, else the best other.
+    """Return the alias to retry a step with: `params.alternative_actor`, else the best other.
 
     The best other is chosen by `choose_actor` among the recipe's model aliases whose actor
     differs from the one that just ran; `actor_stats` may name actors by alias or by name.
@@ -96,7 +103,7 @@ def move_for(
         last = graph.last_step().key
         return Move("complete", None) if last == step.key else Move("goto", last)
     target = branch.target
-    if target == REPEAT:
+    if target == REPEAT or branch.action in REPEAT_ACTIONS:
         return Move("repeat", step.key, _suffix(branch), override)
     if target == END:
         return Move("end", None)
