@@ -6,9 +6,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import AppServer
+from tests.e2e.live_app import AppServer
+
+pytest_plugins = ("tests.e2e.live_app",)
+pytestmark = pytest.mark.e2e
 
 LIVE_TIMEOUT_MS = 20_000
 # Long enough for the recipe (at least 200 characters), markup that must show as text, and none

@@ -1,9 +1,11 @@
-"""Browser tests: a live ASGI server with its worker, and Debian's Chromium driven by Playwright.
+"""Fixtures for browser tests of the live pages: the app as a user starts it, and Chromium.
 
-The server is the app as a user starts it: daphne in its own process, the embedded worker and
-the in-memory channel layer, on a SQLite file this session migrates and seeds with the demo
-(users `demo` and `reviewer`, given passwords here). Without Chromium the tests are skipped,
-unless CI=true, where that is a failure.
+`app_server` is daphne in its own process with the embedded worker and the in-memory channel
+layer (websockets included), on a SQLite file this session migrates and seeds with the demo
+(users `demo` and `reviewer`, given passwords here); `login(username)` opens a signed-in browser
+context. Without Chromium the tests are skipped, unless CI=true, where that is a failure.
+
+A test module loads them with `pytest_plugins = ("tests.e2e.live_app",)`.
 """
 
 from __future__ import annotations
@@ -34,12 +36,6 @@ for name, password in {passwords!r}.items():
     user.set_password(password)
     user.save()
 """
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "tests/e2e/" in str(item.path).replace(os.sep, "/"):
-            item.add_marker(pytest.mark.e2e)
 
 
 @dataclass
@@ -138,7 +134,16 @@ def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
 
 
 @pytest.fixture(scope="session")
-def browser(chromium_path: str) -> Iterator[Any]:
+def live_browser(request: pytest.FixtureRequest, chromium_path: str) -> Iterator[Any]:
+    """Return Chromium: the conftest's `chromium` if it has one, else one launched here.
+
+    Playwright's sync API runs one instance per thread: a second one in the same session fails.
+    """
+    try:
+        yield request.getfixturevalue("chromium")
+        return
+    except pytest.FixtureLookupError:
+        pass
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -183,12 +188,12 @@ class Session:
 
 
 @pytest.fixture
-def login(browser: Any, app_server: AppServer) -> Iterator[Any]:
+def login(live_browser: Any, app_server: AppServer) -> Iterator[Any]:
     """Return `login(username)`: a new browser context signed in as that demo user."""
     sessions: list[Session] = []
 
     def open_session(username: str) -> Session:
-        session = Session(browser, app_server, username)
+        session = Session(live_browser, app_server, username)
         sessions.append(session)
         return session
 
