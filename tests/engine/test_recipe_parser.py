@@ -769,7 +769,7 @@ def _paths(value: object, prefix: tuple[object, ...] = ()) -> list[tuple[object,
     return found
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(data=st.data())
 def test_it_never_raises_anything_but_recipe_invalid_for_a_mangled_document(
     data: st.DataObject,
