@@ -211,6 +211,10 @@ CELERY_BEAT_SCHEDULE = {
 
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="branchline@localhost")
+# E-mail a group's reviewers when a task is created for them or escalated to them; the links in
+# those mails start with SITE_URL.
+TASK_EMAILS = env.bool("TASK_EMAILS", default=False)
+SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000")
 
 LOGGING = {
     "version": 1,

@@ -15,6 +15,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from channels.layers import InMemoryChannelLayer, get_channel_layer
+from django.conf import settings
 from django.db import transaction
 
 from .models import Run, RunEvent
@@ -70,7 +71,10 @@ STATUS_EVENT_TYPES = frozenset({"run.started", "run.status", "run.finished"})
 
 
 def push_task_change(group_ids: Iterable[int], kind: str, task: dict[str, Any]) -> None:
-    """Tell the reviewers of these groups, after commit, that a task was created/decided/closed."""
+    """Tell the reviewers of these groups, after commit, that a task was created/decided/closed.
+
+    With TASK_EMAILS on, a task created for a group (or escalated to it) is also mailed to them.
+    """
     ids = sorted(set(group_ids))
 
     def push() -> None:
@@ -80,6 +84,10 @@ def push_task_change(group_ids: Iterable[int], kind: str, task: dict[str, Any]) 
             )
 
     transaction.on_commit(push)
+    if kind == "created" and settings.TASK_EMAILS:
+        from .tasks import email_task_reviewers  # tasks -> execution -> events
+
+        transaction.on_commit(lambda: email_task_reviewers.delay(task["id"]))
 
 
 def push_token(run_id: int, seq: int, text: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from . import execution, maintenance
+from . import execution, maintenance, notifications
 from .human import tasks_expire
 
 
@@ -24,3 +24,9 @@ def reap_runs() -> int:
 def expire_tasks() -> int:
     """Escalate or time out human tasks past their due time."""
     return tasks_expire()
+
+
+@shared_task(name="runner.email_task_reviewers")
+def email_task_reviewers(task_id: int) -> int:
+    """E-mail the reviewers of an open task's group (a second delivery mails them again)."""
+    return notifications.task_email_reviewers(task_id=task_id)
