@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from workflows.engine import RunState, StepResult, decide, parse_recipe
+from workflows.engine import RecipeGraph, RunState, StepResult, decide, parse_recipe
 
 TARGET_US = 50.0
 ROUNDS = 31
@@ -94,25 +94,37 @@ def _document() -> dict[str, object]:
     }
 
 
+def _batch(graph: RecipeGraph, start: RunState, result: StepResult) -> tuple[float, float]:
+    """Return the CPU and wall-clock microseconds per `decide` call over one batch."""
+    states = [RunState.from_dict(start.to_dict()) for _ in range(CALLS_PER_ROUND)]
+    cpu, wall = time.thread_time_ns(), time.perf_counter_ns()
+    for state in states:
+        decide(graph, state, result)
+    cpu, wall = time.thread_time_ns() - cpu, time.perf_counter_ns() - wall
+    return cpu / CALLS_PER_ROUND / 1000, wall / CALLS_PER_ROUND / 1000
+
+
 def main() -> int:
-    """Time `decide` and print the median per call against the target."""
+    """Time `decide` and print the median per call against the target.
+
+    The figure checked is CPU time, which other processes on a busy machine do not inflate;
+    the wall-clock median is printed beside it.
+    """
     graph = parse_recipe(_document())
     result = StepResult(step_key="draft", response=RESPONSE)
     start = RunState.start(graph, {})
     check = decide(graph, RunState.from_dict(start.to_dict()), result)
     assert check.branch == "b10" and len(check.evaluations) == 10, check
-    medians: list[float] = []
-    for _ in range(ROUNDS):
-        states = [RunState.from_dict(start.to_dict()) for _ in range(CALLS_PER_ROUND)]
-        began = time.perf_counter_ns()
-        for state in states:
-            decide(graph, state, result)
-        medians.append((time.perf_counter_ns() - began) / CALLS_PER_ROUND / 1000)
-    median = statistics.median(medians)
-    verdict = "PASS" if median < TARGET_US else "FAIL"
-    print(f"decide, 10 non-AI branches (the last one matches): median {median:.1f} µs per call")
+    batches = [_batch(graph, start, result) for _ in range(ROUNDS)]
+    cpu = statistics.median(b[0] for b in batches)
+    wall = statistics.median(b[1] for b in batches)
+    verdict = "PASS" if cpu < TARGET_US else "FAIL"
+    print(
+        f"decide, 10 non-AI branches (the last one matches): median {cpu:.1f} µs CPU per call "
+        f"({wall:.1f} µs wall clock)"
+    )
     print(f"target < {TARGET_US:.0f} µs: {verdict}")
-    return 0 if median < TARGET_US else 1
+    return 0 if cpu < TARGET_US else 1
 
 
 if __name__ == "__main__":
