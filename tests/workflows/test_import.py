@@ -416,6 +416,11 @@ FILE_ERRORS: list[tuple[str, bytes | str, str]] = [
         "$: invalid YAML at line*",
     ),
     ("YAML tab indentation", "format: x\n\tslug: y\n", "$: invalid YAML*"),
+    (
+        "a YAML alias (a billion laughs)",
+        "a: &x [1, 2]\nb: [*x, *x, *x]\n",
+        "$: invalid YAML at line 2 column 5: aliases (*name) are not accepted in recipe files",
+    ),
     ("a JSON list", "[1, 2, 3]", "$: a recipe is a JSON object (a mapping)"),
     ("a bare string", "just some words", "$: a recipe is a JSON object (a mapping)"),
     ("a number", "42", "$: a recipe is a JSON object (a mapping)"),

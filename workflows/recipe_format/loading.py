@@ -12,6 +12,18 @@ from pydantic import ValidationError
 from .schema import RecipeDocument
 
 
+class _NoAliasLoader(yaml.SafeLoader):
+    """Read YAML without aliases: a few `*name`s can expand a small file a billion-fold."""
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not accepted in recipe files", event.start_mark
+            )
+        return super().compose_node(parent, index)  # type: ignore[no-any-return]
+
+
 class DocumentError(Exception):
     """A recipe document that cannot be accepted; `errors` lists every `path: message`."""
 
@@ -41,7 +53,7 @@ def load_document(data: str | bytes, *, max_bytes: int) -> dict[str, Any]:
             ) from None
     else:
         try:
-            doc = yaml.safe_load(text)
+            doc = yaml.load(text, Loader=_NoAliasLoader)  # a SafeLoader without aliases
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
