@@ -310,9 +310,7 @@ class TestUpdate:
         # silently put the old name back.
         renamed = api.patch("/api/recipes/short-story", {"name": "Tiny Tales"}, format="json")
 
-        stale = api.put(
-            "/api/recipes/short-story", {"document": doc, "revision": 1}, format="json"
-        )
+        stale = api.put("/api/recipes/short-story", {"document": doc, "revision": 1}, format="json")
 
         assert renamed.json()["revision"] == 2
         assert stale.status_code == 409
