@@ -16,6 +16,10 @@ from django.db import models
 SLUG_VALIDATOR = RegexValidator(
     r"^[a-z0-9][a-z0-9_-]*$", "Use lowercase letters, digits, '-' and '_'."
 )
+# Step keys are what the engine accepts (recipe files may use upper case, e.g. "Summarise").
+STEP_KEY_VALIDATOR = RegexValidator(
+    r"^[A-Za-z0-9][A-Za-z0-9_-]*$", "Use letters, digits, '-' and '_'."
+)
 ENV_NAME_VALIDATOR = RegexValidator(
     r"^[A-Z_][A-Z0-9_]*$", "Name an environment variable, e.g. OPENAI_API_KEY."
 )
@@ -140,7 +144,7 @@ class Step(models.Model):
         CLASSIFY = "classify", "Classify"
 
     recipe = models.ForeignKey(Recipe, on_delete=models.CASCADE, related_name="steps")
-    key = models.CharField(max_length=100, validators=[SLUG_VALIDATOR])
+    key = models.CharField(max_length=100, validators=[STEP_KEY_VALIDATOR])
     name = models.CharField(max_length=200)
     kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.LLM)
     actor_alias = models.CharField(max_length=100, blank=True)

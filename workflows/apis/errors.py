@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db.models import ProtectedError
 from rest_framework import status
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import ParseError, UnsupportedMediaType, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -46,4 +46,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     response = drf_exception_handler(exc, context)
     if response is not None and isinstance(exc, ValidationError):
         response.data = {"errors": flatten_errors(exc.detail)}
+    elif response is not None and isinstance(exc, ParseError | UnsupportedMediaType):
+        # Bad bodies are input errors like any other: the same shape, with DRF's detail kept.
+        response.data = {"errors": [f"$: {exc.detail}"], "detail": exc.detail}
     return response
