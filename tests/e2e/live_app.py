@@ -3,7 +3,8 @@
 `app_server` is daphne in its own process with the embedded worker and the in-memory channel
 layer (websockets included), on a SQLite file this session migrates and seeds with the demo
 (users `demo` and `reviewer`, given passwords here); `login(username)` opens a signed-in browser
-context. Without Chromium the tests are skipped, unless CI=true, where that is a failure.
+context; `stub_llm` is an OpenAI-compatible stub the server may call, for actors whose answers
+must stream slowly. Without Chromium the tests are skipped, unless CI=true, where that fails.
 
 A test module loads them with `pytest_plugins = ("tests.e2e.live_app",)`.
 """
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.runner.providers.stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -74,7 +77,16 @@ def chromium_path() -> str:
 
 
 @pytest.fixture(scope="session")
-def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
+def stub_llm() -> Iterator[StubServer]:
+    """Serve the OpenAI wire format locally; the app server may call it (it is allowlisted)."""
+    with StubServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def app_server(
+    tmp_path_factory: pytest.TempPathFactory, stub_llm: StubServer
+) -> Iterator[AppServer]:
     """Start the app with its embedded worker on a fresh, seeded SQLite database."""
     workdir = tmp_path_factory.mktemp("e2e-server")
     port = free_port()
@@ -87,6 +99,7 @@ def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
         "SECRET_KEY": "e2e-only",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "RUN_BEAT_INTERVAL_SECONDS": "0.5",
+        "PROVIDER_URL_ALLOWLIST": stub_llm.address,
         "DJANGO_SETTINGS_MODULE": "config.settings",
     }
     env.pop("REDIS_URL", None)

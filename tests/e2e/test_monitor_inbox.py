@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.live_app import AppServer
+from tests.runner.providers.stub_server import StubServer, reply
 
 pytest_plugins = ("tests.e2e.live_app",)
 pytestmark = pytest.mark.e2e
@@ -159,4 +160,58 @@ def test_the_run_list_shows_a_new_run_and_its_status_without_reloading(login: An
     other.locator("#run-header").get_by_role("button", name="Cancel run").click()
     expect(badge).to_have_text("Cancelled", timeout=LIVE_TIMEOUT_MS)
     assert_not_reloaded(runs)
+    assert author.errors == []
+
+
+STREAMED_RECIPE = """
+import json
+from django.contrib.auth import get_user_model
+from workflows.models import Actor
+from workflows.services import recipe_import, recipe_publish
+
+Actor.objects.update_or_create(
+    name="e2e-streaming-writer",
+    defaults={{"kind": "llm", "provider": "openai", "model": "stub", "base_url": {base_url!r}}},
+)
+demo = get_user_model().objects.get(username="demo")
+document = {{
+    "format": "branchline.recipe/v1", "slug": "streamed-story", "name": "Streamed story",
+    "inputs": {{"topic": {{"type": "string", "required": True}}}},
+    "actors": {{"writer": "e2e-streaming-writer"}},
+    "steps": [{{"key": "write", "name": "Write", "kind": "llm", "actor": "writer",
+                "prompt": "Write about {{topic}}", "branches": []}}],
+}}
+recipe = recipe_import(user=demo, data=json.dumps(document).encode(), replace=True).recipe
+recipe_publish(recipe=recipe, user=demo)
+"""
+CHUNKS = [
+    "The first words ",
+    "arrive ",
+    "one ",
+    "by ",
+    "one, ",
+    "and <b>the last words</b> end it.",
+]
+
+
+def test_a_running_steps_answer_streams_into_its_card(
+    app_server: AppServer, stub_llm: StubServer, login: Any
+) -> None:
+    app_server.manage("shell", "-c", STREAMED_RECIPE.format(base_url=stub_llm.base_url))
+    stub_llm.enqueue(reply(chunks=CHUNKS, interval_s=0.6))
+    author = login("demo")
+    page = author.new_page()
+    page.goto("/recipes/streamed-story/run/")
+    page.get_by_label("topic (string)").fill("lamps")
+    page.get_by_role("button", name="Start run").click()
+    page.wait_for_url(re.compile(r"/runs/\d+/$"))
+
+    stream = page.locator("#step-1[data-running] [data-stream]")
+    expect(stream).to_contain_text("The first words", timeout=LIVE_TIMEOUT_MS)
+    assert "the last words" not in stream.inner_text()  # still running: more is on its way
+
+    card = page.locator("#step-1")
+    expect(card).to_contain_text("Succeeded", timeout=LIVE_TIMEOUT_MS)
+    expect(card.locator(".response pre")).to_have_text("".join(CHUNKS))
+    expect(page.locator("#run-header")).to_contain_text("Succeeded")
     assert author.errors == []
