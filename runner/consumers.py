@@ -40,7 +40,8 @@ from .status import TERMINAL
 
 log = logging.getLogger(__name__)
 
-# Close codes (4000-4999 are the application's): the client should not retry these as they are.
+# Why a connection was refused (4000-4999 are the application's). A browser only sees a failed
+# handshake; ASGI clients such as the tests' communicator get the code.
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_BAD_REQUEST = 4400

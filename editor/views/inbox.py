@@ -14,17 +14,14 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.middleware import HtmxDetails
 
 from runner.human import BadDecision, NotInGroup, TaskClosed, task_decide
 from runner.models import HumanTask
 from runner.selectors import tasks_for_reviewer
 
+from .runs import HtmxHttpRequest
+
 INBOX = "inbox/inbox.html"
-
-
-class HtmxHttpRequest(HttpRequest):
-    htmx: HtmxDetails
 
 
 class DecisionForm(forms.Form):
