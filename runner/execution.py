@@ -67,6 +67,8 @@ class Claim:
     calls: dict[str, int]
     script: dict[str, Any] | None
     recipe_id: int
+    # Actors resolved in this time slice, by alias (looked up once per slice, not per step).
+    resolved: dict[str, actors.ResolvedActor] = field(default_factory=dict)
 
 
 @dataclass
@@ -105,9 +107,13 @@ def advance(run_id: int, *, time_slice: float | None = None) -> None:
     slice_s = settings.RUN_TIME_SLICE_SECONDS if time_slice is None else time_slice
     deadline = time.monotonic() + slice_s
     claim = claim_next_step(run_id)
-    while claim is not None:
-        outcome, decision = execute(claim)
-        claim = commit(claim, outcome, decision, go_on=time.monotonic() < deadline)
+    if claim is None:
+        return
+    # One lease token for the slice: each commit checks it together with the step's seq.
+    with _LeaseKeeper(claim.run_id, claim.token):
+        while claim is not None:
+            outcome, decision = execute(claim)
+            claim = commit(claim, outcome, decision, go_on=time.monotonic() < deadline)
 
 
 def enqueue(run_id: int) -> None:
@@ -180,14 +186,24 @@ def _take_lease(
     document: dict[str, Any],
     now: datetime,
     pending: list[tuple[str, dict[str, Any]]],
+    previous: Claim | None = None,
 ) -> Claim:
-    """Lease the run's next step to this worker (the caller saves the run and the events)."""
+    """Lease the run's next step to this worker (the caller saves the run and the events).
+
+    `previous` is the step this worker commits in the same transaction: the next one keeps its
+    lease token and the actors it resolved.
+    """
     step = graph.step(run.next["step"])
     resume_task = run.next.get("resume_task")
     if resume_task:
         attempt = StepRun.objects.get(task__pk=resume_task).attempt
     else:
-        attempt = StepRun.objects.filter(run=run, step_key=step.key).count() + 1
+        if previous is not None:
+            # The state records one response per committed StepRun, in the same transaction.
+            done = sum(1 for r in previous.state.responses if r["step"] == step.key)
+        else:
+            done = StepRun.objects.filter(run=run, step_key=step.key).count()
+        attempt = done + 1
         pending.append(
             (
                 "step.started",
@@ -201,7 +217,7 @@ def _take_lease(
                 },
             )
         )
-    run.lease_token = str(uuid.uuid4())
+    run.lease_token = previous.token if previous else str(uuid.uuid4())
     run.lease_expires_at = now + timedelta(seconds=lease_seconds())
     run.claims += 1
     return Claim(
@@ -217,6 +233,7 @@ def _take_lease(
         calls=dict(run.calls),
         script=run.script,
         recipe_id=run.recipe_id,
+        resolved=previous.resolved if previous else {},
     )
 
 
@@ -230,7 +247,7 @@ class _Session:
     def __init__(self, claim: Claim) -> None:
         self.claim = claim
         self.calls = claim.calls
-        self.resolved: dict[str, actors.ResolvedActor] = {}
+        self.resolved = claim.resolved
 
     def resolve(self, alias: str) -> actors.ResolvedActor:
         if alias not in self.resolved:
@@ -257,38 +274,37 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
     session = _Session(claim)
     step = claim.step
     started = timezone.now()
-    with _LeaseKeeper(claim.run_id, claim.token):
-        try:
-            if step.kind == "human":
-                outcome = _execute_human(claim, session)
-            elif step.kind == "decision_tree":
-                outcome = _execute_tree(claim)
-            elif step.kind == "classify":
-                outcome = _execute_classify(claim, session)
-            else:
-                outcome = _execute_llm(claim, session)
-        except (LookupError, engine.EngineError) as exc:
-            outcome = StepOutcome(status=StepStatus.FAILED, error=str(exc))
-        outcome.started_at = started
-        if outcome.status == StepStatus.WAITING_HUMAN:
-            return outcome, None
-        result = engine.StepResult(
-            step_key=step.key,
-            response=outcome.response,
-            decision=outcome.decision or None,
-            comment=outcome.response if step.kind == "human" else None,
-            timed_out=outcome.timed_out,
-            error=outcome.error or None,
-            route_selection=outcome.route_selection,
-            leaf=outcome.leaf,
-        )
-        decision = engine.decide(
-            claim.graph,
-            claim.state,
-            result,
-            judge=session.judge,
-            actor_stats=_actor_stats(claim),
-        )
+    try:
+        if step.kind == "human":
+            outcome = _execute_human(claim, session)
+        elif step.kind == "decision_tree":
+            outcome = _execute_tree(claim)
+        elif step.kind == "classify":
+            outcome = _execute_classify(claim, session)
+        else:
+            outcome = _execute_llm(claim, session)
+    except (LookupError, engine.EngineError) as exc:
+        outcome = StepOutcome(status=StepStatus.FAILED, error=str(exc))
+    outcome.started_at = started
+    if outcome.status == StepStatus.WAITING_HUMAN:
+        return outcome, None
+    result = engine.StepResult(
+        step_key=step.key,
+        response=outcome.response,
+        decision=outcome.decision or None,
+        comment=outcome.response if step.kind == "human" else None,
+        timed_out=outcome.timed_out,
+        error=outcome.error or None,
+        route_selection=outcome.route_selection,
+        leaf=outcome.leaf,
+    )
+    decision = engine.decide(
+        claim.graph,
+        claim.state,
+        result,
+        judge=session.judge,
+        actor_stats=_actor_stats(claim),
+    )
     return outcome, decision
 
 
@@ -567,7 +583,7 @@ def commit(
             if run.status in RUNNABLE and run.next.get("step"):
                 if go_on:
                     next_claim = _take_lease(
-                        run, claim.graph, claim.document, timezone.now(), pending
+                        run, claim.graph, claim.document, timezone.now(), pending, claim
                     )
                 else:
                     run.enqueued_at = timezone.now()
