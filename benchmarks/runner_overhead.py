@@ -21,7 +21,8 @@ PostgresSaver and `durability="sync"` (every step's checkpoint written before th
 each node doing the same work: the canned answer, then a regex, a length check, a field check
 and the choice of the next node. Target: our wall per step at most 1.2x LangGraph's.
 
-The benchmark recipe's runs are deleted at the start of each run of the script.
+The benchmark recipe's runs are deleted at the start of each run of the script. Exit status 0
+on PASS, 1 on FAIL.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -180,12 +182,15 @@ class Worker:
         app.control.purge()
         command = [sys.executable, "-m", "celery", "-A", "config", "worker", "-c", "1"]
         command += ["-l", "warning", "-n", f"bench-{os.getpid()}@%h"]
-        self.process = subprocess.Popen(command, cwd=ROOT, start_new_session=True)
+        self.log = tempfile.NamedTemporaryFile(prefix="bench-worker-", suffix=".log", delete=False)
+        self.process = subprocess.Popen(
+            command, cwd=ROOT, start_new_session=True, stdout=self.log, stderr=subprocess.STDOUT
+        )
         deadline = time.monotonic() + 60
         hostname = f"bench-{os.getpid()}@{socket.gethostname()}"
         while not app.control.ping(destination=[hostname], timeout=0.5):
             if self.process.poll() is not None or time.monotonic() > deadline:
-                sys.exit("the Celery worker did not start")
+                sys.exit(f"the Celery worker did not start: see {self.log.name}")
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -196,6 +201,11 @@ class Worker:
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
+        self.log.close()
+        if exc[0] is None:
+            os.unlink(self.log.name)
+        else:
+            print(f"the worker's log: {self.log.name}", file=sys.stderr)
 
 
 def start(recipe: Any, user: Any, i: int) -> int:
@@ -363,7 +373,11 @@ def main() -> int:
         (f"Branchline / LangGraph per step (target <= {TARGET_RATIO}x)", f"{ratio:.2f}x {verdict}"),
     ]
     width = max(len(label) for label, _ in rows)
-    print(f"{args.runs} runs of {STEPS} scripted steps with 4 branches each, one Celery worker:")
+    load = os.getloadavg()[0]
+    print(
+        f"{args.runs} runs of {STEPS} scripted steps with 4 branches each, one Celery worker "
+        f"(load average {load:.1f} on {os.cpu_count()} CPUs):"
+    )
     for label, value in rows:
         print(f"  {label:<{width}}  {value}")
     return 0 if verdict == "PASS" else 1
