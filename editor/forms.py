@@ -190,7 +190,9 @@ class RecipeForm(forms.Form):
 
 class InputForm(forms.Form):
     name = forms.CharField(max_length=100, required=False)
-    type = forms.ChoiceField(choices=[(t, t) for t in INPUT_TYPES], initial="string")
+    type = forms.ChoiceField(
+        choices=[(t, t) for t in INPUT_TYPES], initial="string", required=False
+    )
     required = forms.BooleanField(required=False)
     default = forms.CharField(
         required=False, help_text="JSON for numbers, booleans, objects and arrays."
@@ -205,6 +207,7 @@ class InputForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        data["type"] = data.get("type") or "string"
         raw = data.get("default", "")
         if raw in ("", None):
             data["default"] = None
@@ -332,18 +335,16 @@ class RecipeSettings:
             "actors": actors,
         }
         candidate = {**self.document, **self.result}
-        errors = document_errors(candidate)
-        mapped = False
-        for parts, message in _errors_under(errors, "inputs"):
-            self.form.add_error(None, f"inputs.{'.'.join(parts)}: {message}")
-            mapped = True
-        for parts, message in _errors_under(errors, "actors"):
-            self.form.add_error(None, f"actors.{'.'.join(parts)}: {message}")
-            mapped = True
-        for _parts, message in _errors_under(errors, "name"):
-            self.form.add_error("name", message)
-            mapped = True
-        return not mapped
+        before = set(document_errors(self.document))
+        # Only the errors this change causes block it (e.g. removing an alias steps use).
+        caused = [e for e in document_errors(candidate) if e not in before]
+        for error in caused:
+            path, _, message = error.partition(": ")
+            if path == "name":
+                self.form.add_error("name", message)
+            else:
+                self.form.add_error(None, error)
+        return not caused
 
 
 # -- steps -----------------------------------------------------------------------------------
@@ -671,8 +672,10 @@ class ConditionForm(forms.Form):
             "route_selected": "Route",
             "pattern_match": "Pattern or text",
         }.get(CONDITION_TYPE_ALIASES.get(kind, kind), "Value")
-        for name in ("type", "operator"):
-            self.fields[name].widget.attrs["data-refresh"] = "true"
+        # A new type shows other fields; so does the operator of execution_error alone.
+        self.fields["type"].widget.attrs["data-refresh"] = "true"
+        if self.canonical == "execution_error":
+            self.fields["operator"].widget.attrs["data-refresh"] = "true"
 
     def _kind(self) -> str:
         if self.is_bound:

@@ -63,7 +63,9 @@ def posted_document(request: HttpRequest, recipe: Recipe) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise BadDocument("document: a recipe is a JSON object")
     steps = document.get("steps")
-    if steps is not None and not (isinstance(steps, list) and all(isinstance(s, dict) for s in steps)):
+    if steps is not None and not (
+        isinstance(steps, list) and all(isinstance(s, dict) for s in steps)
+    ):
         raise BadDocument("document.steps: a list of step objects")
     document["slug"] = recipe.slug
     return document

@@ -51,7 +51,9 @@ def recipe_new(request: HttpRequest) -> HttpResponse:
         import_form = ImportForm(request.POST, request.FILES)
         if import_form.is_valid():
             try:
-                result = recipe_import(user=request.user, data=import_form.cleaned_data["file"].read())
+                result = recipe_import(
+                    user=request.user, data=import_form.cleaned_data["file"].read()
+                )
             except (RecipeRejected, RecipeConflict) as exc:
                 import_errors = exc.errors if isinstance(exc, RecipeRejected) else [str(exc)]
             else:

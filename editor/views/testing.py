@@ -177,6 +177,7 @@ def testrun_result(request: HttpRequest, slug: str) -> HttpResponse:
         {
             "recipe": recipe,
             "run": run,
+            "run_id": run.pk,
             "path": path,
             "steps": list(run_steps(run)),
             "form": form,

@@ -80,9 +80,7 @@ def version_diff(request: HttpRequest, slug: str) -> HttpResponse:
     if old is None or new is None:
         context["diff_error"] = "Choose two versions to compare."
     else:
-        context.update(
-            old_label=old[0], new_label=new[0], diff=documents_diff(old[1], new[1])
-        )
+        context.update(old_label=old[0], new_label=new[0], diff=documents_diff(old[1], new[1]))
     return render(request, _template(request, "diff"), context)
 
 

@@ -328,6 +328,7 @@
     checking = true;
     var current = currentDocument();
     htmx.ajax("POST", urls.check, {
+      source: "#lint",
       target: "#lint",
       swap: "innerHTML",
       values: { document: JSON.stringify(current.document) },
@@ -376,7 +377,7 @@
     var values = { document: JSON.stringify(current.document), step: where.step, element: ele.id() };
     if (where.branch !== undefined) values.branch = where.branch;
     return htmx.ajax("POST", where.branch !== undefined ? urls.branchPanel : urls.stepPanel, {
-      target: "#panel", swap: "innerHTML", values: values,
+      source: "#panel", target: "#panel", swap: "innerHTML", values: values,
     });
   }
 
@@ -701,13 +702,13 @@
   function loadTab(name) {
     var current = currentDocument();
     if (name === "recipe") {
-      return htmx.ajax("POST", urls.recipePanel, { target: "#panel-recipe", swap: "innerHTML", values: { document: JSON.stringify(current.document) } });
+      return htmx.ajax("POST", urls.recipePanel, { source: "#panel-recipe", target: "#panel-recipe", swap: "innerHTML", values: { document: JSON.stringify(current.document) } });
     }
     if (name === "testrun" && !document.querySelector("#panel-testrun #testrun")) {
-      return htmx.ajax("POST", urls.testrunPanel, { target: "#panel-testrun", swap: "innerHTML" });
+      return htmx.ajax("POST", urls.testrunPanel, { source: "#panel-testrun", target: "#panel-testrun", swap: "innerHTML" });
     }
-    if (name === "tests") return htmx.ajax("GET", urls.tests, { target: "#panel-tests", swap: "innerHTML" });
-    if (name === "versions") return htmx.ajax("GET", urls.versions, { target: "#panel-versions", swap: "innerHTML" });
+    if (name === "tests") return htmx.ajax("GET", urls.tests, { source: "#panel-tests", target: "#panel-tests", swap: "innerHTML" });
+    if (name === "versions") return htmx.ajax("GET", urls.versions, { source: "#panel-versions", target: "#panel-versions", swap: "innerHTML" });
     return Promise.resolve();
   }
 
@@ -758,8 +759,14 @@
     }
     var json = G.newStep(cy, meta, kind, pos);
     ur.do("add-elements", { json: [json] });
-    if (cy.nodes('[kind = "step"]').length === 1) placeTerminals();
     var node = cy.getElementById(json.data.id);
+    var box = node.boundingBox();
+    var overlaps = cy.nodes('[kind = "terminal"]').some(function (t) {
+      var b = t.boundingBox();
+      return b.x1 < box.x2 + 40 && b.x2 > box.x1 - 40 && b.y1 < box.y2 + 20 && b.y2 > box.y1 - 20;
+    });
+    // Terminals have no saved position: keep them clear of the steps.
+    if (overlaps || cy.nodes('[kind = "step"]').length === 1) placeTerminals();
     var ext = cy.extent();
     if (pos.x > ext.x2 - 100 || pos.x < ext.x1 || pos.y < ext.y1 || pos.y > ext.y2) {
       cy.fit(cy.elements(), 40);

@@ -88,7 +88,9 @@
       });
       if (run.finished) {
         app.testRunFinished = run.id;
-        htmx.ajax("GET", urls.testrunResult + "?run=" + run.id, { target: "#testrun-result", swap: "innerHTML" });
+        htmx.ajax("GET", urls.testrunResult + "?run=" + run.id, {
+          source: "#testrun-result", target: "#testrun-result", swap: "innerHTML",
+        });
       } else {
         setTimeout(function () { poll(run); }, POLL_MS);
       }
