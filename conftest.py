@@ -5,3 +5,12 @@ import os
 os.environ.setdefault("SECRET_KEY", "test-only-not-secret")
 # Tests start the workers they need themselves.
 os.environ.setdefault("EMBEDDED_WORKER", "0")
+
+
+def pytest_collection_modifyitems(config, items):  # type: ignore[no-untyped-def]
+    """Run the browser tests last.
+
+    Playwright's sync API keeps an event loop running in the main thread while its browser is
+    open, and asyncio tests (the websocket consumers) cannot start their own after that.
+    """
+    items.sort(key=lambda item: "/tests/e2e/" in str(item.path))

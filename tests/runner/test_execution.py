@@ -224,8 +224,10 @@ def test_it_refuses_bad_run_inputs_with_the_field(
     assert Run.objects.count() == 0
 
 
-def test_another_users_run_is_not_found(story_recipe: Recipe, owner: Any, reviewer: Any) -> None:
-    run = start(story_recipe, owner)
+def test_another_users_run_is_not_found(
+    worker: Any, story_recipe: Recipe, owner: Any, reviewer: Any
+) -> None:
+    run = wait_for(start(story_recipe, owner), RunStatus.SUCCEEDED)
     api = APIClient()
     api.force_authenticate(reviewer)
 
