@@ -12,6 +12,9 @@ Two ways a worker dies, both with SIGKILL, so that nothing of the worker gets to
 - only the prefork pool process executing the task, as the kernel's OOM killer does: the main
   process sees it die and, with `reject_on_worker_lost`, requeues the message, which finds the
   dead process's lease still held; again the reaper brings the run back once it has run out.
+
+And one that is not dead: a worker frozen (SIGSTOP) past its lease, which another worker takes
+over, and which then wakes up and tries to commit the step the other one is running again.
 """
 
 from __future__ import annotations
@@ -240,6 +243,38 @@ def test_a_run_survives_its_worker_killed_while_a_step_runs(workers: Workers, ow
     assert sorted(started.values_list("data__seq", flat=True)) == [1, 2, 2, 3]
 
 
+def test_a_frozen_worker_that_comes_back_commits_nothing(workers: Workers, owner: Any) -> None:
+    ActorFactory(name="slow-writer", config={"replies": [ANSWER], "delay_ms": 1500})
+    recipe = published(owner, fault_document("slow-story", "slow-writer", steps=3))
+    frozen = workers.start(pool="solo", loglevel="info").wait_ready()
+
+    run = start_run(recipe, owner)
+    wait_until(lambda: running_seq(run) == 2, 60, "the run's second step runs", workers)
+    time.sleep(0.3)
+    frozen.freeze()  # its lease runs out while it "thinks"
+    workers.start(pool="solo").wait_ready()
+    started = RunEvent.objects.filter(run=run, type="step.started", data__seq=2)
+
+    def taken_over() -> bool:
+        maintenance.reap()
+        return started.count() == 2
+
+    wait_until(taken_over, 60, "another worker runs the second step again", workers)
+    # Back while the other worker runs the same step: its result must not be committed.
+    frozen.thaw()
+    wait_until(
+        lambda: "result discarded" in frozen.log_tail(200),
+        60,
+        "the worker that came back has its result refused",
+        workers,
+    )
+    reap_until_finished([run], workers, timeout=60)
+
+    assert_committed_once(run, ["s1", "s2", "s3"])
+    all_started = RunEvent.objects.filter(run=run, type="step.started")
+    assert sorted(all_started.values_list("data__seq", flat=True)) == [1, 2, 2, 3]
+
+
 RUNS = 20
 STEPS = 5
 KILLS = ("whole worker", "pool process", "whole worker", "pool process")
@@ -273,7 +308,7 @@ def test_twenty_runs_survive_workers_killed_again_and_again(workers: Workers, ow
                 victim.kill()
                 workers.start(**pool)  # its replacement joins once it has started
                 kills.append(f"{victim.name}: {how}")
-            next_kill = time.monotonic() + rng.uniform(0.7, 2.0)
+            next_kill = time.monotonic() + rng.uniform(0.5, 1.5)
         handed_back += maintenance.reap()
         time.sleep(0.2)
 

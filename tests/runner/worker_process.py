@@ -71,7 +71,7 @@ def worker_env(**overrides: Any) -> dict[str, str]:
         SECRET_KEY=settings.SECRET_KEY,
         DJANGO_SETTINGS_MODULE=os.environ.get("DJANGO_SETTINGS_MODULE", "config.settings"),
         EMBEDDED_WORKER="0",
-        LOG_LEVEL="WARNING",
+        LOG_LEVEL="INFO",  # the worker's -l option sets the level
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     )
     env.update({key: str(value) for key, value in overrides.items()})
@@ -90,16 +90,26 @@ def purge_queue() -> int:
 class WorkerProcess:
     """One `celery worker` process, in a process group of its own so it can be killed whole."""
 
-    def __init__(self, name: str, log_dir: Path, *, pool: str, **env: Any) -> None:
+    def __init__(
+        self, name: str, log_dir: Path, *, pool: str, loglevel: str = "warning", **env: Any
+    ) -> None:
         self.name = name
         self.hostname = f"{name}@faults"
         self.pool = pool
+        self.loglevel = loglevel
         self.log_path = log_dir / f"{name}.log"
         self.env = worker_env(**env)
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> WorkerProcess:
-        options = [f"--pool={self.pool}", "--concurrency=1", "-l", "warning", "-n", self.hostname]
+        options = [
+            f"--pool={self.pool}",
+            "--concurrency=1",
+            "-l",
+            self.loglevel,
+            "-n",
+            self.hostname,
+        ]
         options += ["--without-gossip", "--without-mingle", "--without-heartbeat"]
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
@@ -133,6 +143,15 @@ class WorkerProcess:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(timeout=10)
+
+    def freeze(self) -> None:
+        """SIGSTOP the worker: it holds its lease but stops renewing it, as in a long GC pause."""
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGCONT)
 
     def kill_pool_process(self) -> bool:
         """SIGKILL only the prefork pool process running the task; the main process lives on.
