@@ -107,9 +107,10 @@
       cy.getElementById(G.COMPLETE_ID).position({ x: 300, y: 240 });
       return;
     }
+    // Above and below the right end of the steps, so edges to them do not run through steps.
     var bb = steps.boundingBox();
-    cy.getElementById(G.END_ID).position({ x: bb.x2 + 200, y: bb.y1 + bb.h * 0.3 });
-    cy.getElementById(G.COMPLETE_ID).position({ x: bb.x2 + 200, y: bb.y1 + bb.h * 0.7 + 60 });
+    cy.getElementById(G.END_ID).position({ x: bb.x2 + 160, y: bb.y1 - 90 });
+    cy.getElementById(G.COMPLETE_ID).position({ x: bb.x2 + 160, y: bb.y2 + 90 });
   }
 
   function placeMissing() {
@@ -913,9 +914,14 @@
     }
     tip.textContent = text;
     var p = evt.renderedPosition || edge.renderedMidpoint();
-    tip.style.left = Math.round(p.x + 12) + "px";
-    tip.style.top = Math.round(p.y + 12) + "px";
     tip.hidden = false;
+    // Keep the tip inside the canvas: left of the pointer near the right edge.
+    var left = p.x + 12;
+    if (left + tip.offsetWidth > container.clientWidth - 4) left = Math.max(4, p.x - 12 - tip.offsetWidth);
+    var top = p.y + 12;
+    if (top + tip.offsetHeight > container.clientHeight - 4) top = Math.max(4, p.y - 12 - tip.offsetHeight);
+    tip.style.left = Math.round(left) + "px";
+    tip.style.top = Math.round(top) + "px";
   });
   cy.on("mouseout", "edge", function () { tip.hidden = true; });
 

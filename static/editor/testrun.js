@@ -87,9 +87,12 @@
         handle(run, event);
       });
       if (run.finished) {
-        app.testRunFinished = run.id;
         htmx.ajax("GET", urls.testrunResult + "?run=" + run.id, {
           source: "#testrun-result", target: "#testrun-result", swap: "innerHTML",
+        }).then(function () {
+          app.testRunFinished = run.id;
+          var result = document.getElementById("testrun-result");
+          if (result) result.scrollIntoView({ block: "nearest" });
         });
       } else {
         setTimeout(function () { poll(run); }, POLL_MS);
@@ -115,6 +118,7 @@
     var live = target.querySelector && target.querySelector("#testrun-live[data-run]");
     if (live && live.getAttribute("data-tracked") !== "1") {
       live.setAttribute("data-tracked", "1");
+      live.scrollIntoView({ block: "nearest" });
       track(live.getAttribute("data-run"));
     }
     if (target.id === "panel-tests" || target.id === "tests" || target.querySelector && target.querySelector("#tests")) {

@@ -245,11 +245,24 @@ def test_the_keyboard_deletes_undoes_and_redoes_and_branches_reorder(
     page.wait_for_function(
         "document.querySelector('#panel .branch-order li button.link').textContent.includes('broken')"
     )
+    # Dragging in the list reorders too; the priorities keep their values, in the new order.
+    page.drag_and_drop(
+        "#panel .branch-order li[data-branch='3']", "#panel .branch-order li[data-branch='0']"
+    )
+    page.wait_for_function(
+        "branchline.edgeByName('write', 'to_review').data('branch').priority === 1"
+    )
+    assert page.evaluate("branchline.edgeByName('write', 'great').data('branch').priority") == 999
     page.wait_for_function("branchline.dirty")
     page.keyboard.press("Control+s")
     wait_saved(page)
-    names = [b["name"] for b in document_from_recipe(story)["steps"][0]["branches"]]
-    assert names[:2] == ["broken", "too_short"]
+    branches = document_from_recipe(story)["steps"][0]["branches"]
+    assert [(b["name"], b["priority"]) for b in branches] == [
+        ("to_review", 1),
+        ("broken", 2),
+        ("too_short", 3),
+        ("great", 999),
+    ]
 
 
 def test_a_save_from_another_tab_is_a_clear_conflict_not_a_lost_edit(
@@ -307,6 +320,8 @@ def test_a_test_run_highlights_its_path_and_becomes_a_passing_test_with_coverage
     assert reason.startswith("not taken: ")
     point = canvas_point(page, "branchline.edgeByName('write', 'broken')")
     page.mouse.move(point["x"], point["y"])
+    page.wait_for_selector("#edge-tip:not([hidden])")
+    assert "not taken: " in page.inner_text("#edge-tip")
     browser_page.screenshot("test-run")
 
     result = page.inner_text("#testrun-result")
@@ -399,3 +414,37 @@ def test_every_demo_recipe_opens_renders_and_round_trips_unchanged(
         recipe.refresh_from_db()
         assert recipe.revision == revision + 1, slug
         assert document_from_recipe(recipe) == before, slug
+
+
+def test_export_downloads_the_draft_and_import_replaces_it(
+    browser_page: BrowserPage, story: Recipe, tmp_path: Any
+) -> None:
+    page = browser_page.open_editor(story.slug)
+    with page.expect_download() as download:
+        page.click("#btn-export")
+    exported = json.loads(download.value.path().read_text())
+    assert exported == document_from_recipe(story)
+
+    changed = story_document(slug="whatever", name="Imported over the draft")
+    changed["steps"][0]["branches"][0]["when"]["value"] = 120
+    upload = tmp_path / "recipe.json"
+    upload.write_text(json.dumps(changed))
+    page.click("#tab-recipe")
+    page.wait_for_selector("#import-file")
+    page.set_input_files("#import-file", str(upload))
+    with page.expect_navigation():
+        page.click(".import-draft button[type=submit]")
+    browser_page.wait_ready()
+    assert page.inner_text("#recipe-title") == "Imported over the draft"
+    assert "len < 120" in page.inner_text("#outline")
+    story.refresh_from_db()
+    assert story.slug == "story"
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("format: nope\nsteps: []\n")
+    page.click("#tab-recipe")
+    page.wait_for_selector("#import-file")
+    page.set_input_files("#import-file", str(bad))
+    page.click(".import-draft button[type=submit]")
+    page.wait_for_selector("#import-result .error")
+    assert "The file was not imported" in page.inner_text("#import-result")
