@@ -18,6 +18,7 @@
   function clearHighlight() {
     cy.elements().removeClass("run-visited run-failed run-current run-taken run-lost");
     cy.edges().removeData("runReason");
+    document.getElementById("edge-tip").hidden = true;
   }
   app.clearRunHighlight = clearHighlight;
 
