@@ -699,13 +699,19 @@
   // -- tabs ---------------------------------------------------------------------------------
 
   var TABS = ["properties", "recipe", "testrun", "tests", "versions"];
+  var testrunStale = false;
+  document.body.addEventListener("htmx:afterSwap", function () {
+    if (document.querySelector("#panel-versions .applied")) testrunStale = true;
+  });
 
   function loadTab(name) {
     var current = currentDocument();
     if (name === "recipe") {
       return htmx.ajax("POST", urls.recipePanel, { source: "#panel-recipe", target: "#panel-recipe", swap: "innerHTML", values: { document: JSON.stringify(current.document) } });
     }
-    if (name === "testrun" && !document.querySelector("#panel-testrun #testrun")) {
+    // The test-run form keeps what was typed, unless a new version was published since.
+    if (name === "testrun" && (testrunStale || !document.querySelector("#panel-testrun form"))) {
+      testrunStale = false;
       return htmx.ajax("POST", urls.testrunPanel, { source: "#panel-testrun", target: "#panel-testrun", swap: "innerHTML" });
     }
     if (name === "tests") return htmx.ajax("GET", urls.tests, { source: "#panel-tests", target: "#panel-tests", swap: "innerHTML" });

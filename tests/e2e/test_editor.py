@@ -448,3 +448,18 @@ def test_export_downloads_the_draft_and_import_replaces_it(
     page.click(".import-draft button[type=submit]")
     page.wait_for_selector("#import-result .error")
     assert "The file was not imported" in page.inner_text("#import-result")
+
+
+def test_the_test_run_tab_follows_a_publish_made_after_it_opened(
+    browser_page: BrowserPage, story: Recipe
+) -> None:
+    page = browser_page.open_editor(story.slug)
+    page.click("#tab-testrun")
+    page.wait_for_selector("#panel-testrun #testrun")
+    assert "Publish the recipe" in page.inner_text("#panel-testrun")
+    page.click("#tab-versions")
+    page.click("#panel-versions button.primary")
+    page.wait_for_selector("#panel-versions .applied")
+    page.click("#tab-testrun")
+    page.wait_for_selector("#panel-testrun [name=input_topic]")
+    assert "Runs v1" in page.inner_text("#panel-testrun")
