@@ -11,7 +11,14 @@ from .recipe_format import FORMAT
 
 # Step fields kept in Step.config, by kind; exported only when set.
 STEP_CONFIG_FIELDS = (
-    "tree", "leaf_targets", "routes", "bypass", "max_reclassify", "options", "escalate_to",
+    "tree",
+    "leaf_targets",
+    "routes",
+    "bypass",
+    "max_reclassify",
+    "options",
+    "escalate_to",
+    "material",
 )
 
 

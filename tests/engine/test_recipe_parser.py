@@ -514,6 +514,14 @@ BAD_DOCUMENTS: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] =
         ["steps[3].prompt: unknown template name 'steps.draft.response'; there is no step 'draft'"],
     ),
     (
+        "unknown step in a human step's material",
+        lambda d: _set(d["steps"][3], material="{steps.draft.response}"),
+        [
+            "steps[3].material: unknown template name 'steps.draft.response'; "
+            "there is no step 'draft'"
+        ],
+    ),
+    (
         "attribute access in a template",
         lambda d: _set(_first(d), prompt="{topic.__class__}"),
         ["steps[0].prompt: attribute access in {topic.__class__} is not allowed"],

@@ -69,6 +69,8 @@ class StepSpec:
     bypass: bool = False
     options: tuple[str, ...] = DEFAULT_HUMAN_OPTIONS
     max_reclassify: int = DEFAULT_MAX_RECLASSIFY
+    # human: what reviewers read beside the question (a template; default: the previous answer)
+    material: str = ""
     active_branches: tuple[BranchSpec, ...] = field(
         init=False, repr=False, compare=False, default=()
     )

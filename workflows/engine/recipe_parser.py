@@ -289,6 +289,8 @@ class _Parser:
             self.error(f"{path}.actor", f"is required for {article} {kind} step")
         prompt = self.text(doc, "prompt", f"{path}.prompt") or ""
         self.check_template(prompt, f"{path}.prompt")
+        material = self.text(doc, "material", f"{path}.material") or ""
+        self.check_template(material, f"{path}.material")
         timeout = doc.get("timeout_s")
         if timeout is not None and (not _is_int(timeout) or timeout < 1):
             self.error(
@@ -335,6 +337,7 @@ class _Parser:
             bypass=bypass,
             options=head.options,
             max_reclassify=max_reclassify,
+            material=material,
         )
 
     def check_template(self, template: str, path: str) -> None:

@@ -86,6 +86,7 @@ class Step(_Strict):
     # human
     options: list[str] | None = None
     escalate_to: str | None = None
+    material: str | None = None
 
 
 class RecipeDocument(_Strict):
