@@ -247,6 +247,22 @@ InputFormSet = forms.formset_factory(InputForm, extra=1, can_delete=True)
 ActorFormSet = forms.formset_factory(ActorAliasForm, extra=1, can_delete=True)
 
 
+def _input_initial(name: str, spec: Any) -> dict[str, Any]:
+    spec = spec if isinstance(spec, dict) else {}
+    default = spec.get("default")
+    return {
+        "name": name,
+        "type": spec.get("type") if spec.get("type") in INPUT_TYPES else "string",
+        "required": spec.get("required") is True,
+        "default": ""
+        if default is None
+        else default
+        if isinstance(default, str)
+        else json.dumps(default),
+        "description": _text(spec.get("description")),
+    }
+
+
 def _reference_choices(current: list[str]) -> list[tuple[str, str]]:
     choices = [(c.reference, c.label) for c in actor_choices()]
     known = {c[0] for c in choices}
@@ -272,31 +288,21 @@ class RecipeSettings:
         self.form = RecipeForm(
             self.data,
             prefix="recipe",
-            initial={"name": doc.get("name", ""), "description": doc.get("description", "")},
+            initial={"name": _text(doc.get("name")), "description": _text(doc.get("description"))},
         )
         self.inputs = InputFormSet(
             self.data,
             prefix="inputs",
-            initial=[
-                {
-                    "name": name,
-                    "type": (spec or {}).get("type", "string"),
-                    "required": bool((spec or {}).get("required")),
-                    "default": ""
-                    if (spec or {}).get("default") is None
-                    else spec["default"]
-                    if isinstance(spec["default"], str)
-                    else json.dumps(spec["default"]),
-                    "description": (spec or {}).get("description", ""),
-                }
-                for name, spec in inputs.items()
-            ],
+            initial=[_input_initial(str(name), spec) for name, spec in inputs.items()],
         )
+        references = [r for r in actors.values() if isinstance(r, str)]
         self.actors = ActorFormSet(
             self.data,
             prefix="actors",
-            initial=[{"alias": a, "reference": r} for a, r in actors.items()],
-            form_kwargs={"references": _reference_choices(list(actors.values()))},
+            initial=[
+                {"alias": str(a), "reference": r} for a, r in actors.items() if isinstance(r, str)
+            ],
+            form_kwargs={"references": _reference_choices(references)},
         )
 
     def is_valid(self) -> bool:
@@ -515,7 +521,9 @@ class StepForm(forms.Form):
         old_key = self.original.get("key")
         if step["key"] != old_key:
             for other in steps:
-                for branch in other.get("branches") or []:
+                for branch in (
+                    other.get("branches") if isinstance(other.get("branches"), list) else []
+                ):
                     if isinstance(branch, dict) and branch.get("target") == old_key:
                         branch["target"] = step["key"]
         steps[self.index] = {**step, "branches": self.original.get("branches", [])}

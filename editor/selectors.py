@@ -118,12 +118,16 @@ def effective_target(branch: dict[str, Any], step_key: str, last_key: str) -> st
     return target
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def document_outline(document: dict[str, Any]) -> list[OutlineStep]:
     """Return the steps in sequence order with their branches in the order the document lists."""
-    steps = [s for s in document.get("steps") or [] if isinstance(s, dict)]
+    steps = [s for s in _list(document.get("steps")) if isinstance(s, dict)]
     last_key = _text(steps[-1].get("key")) if steps else ""
     outline = []
-    for i, step in enumerate(document.get("steps") or []):
+    for i, step in enumerate(_list(document.get("steps"))):
         if not isinstance(step, dict):
             continue
         key = _text(step.get("key"))
@@ -134,7 +138,7 @@ def document_outline(document: dict[str, Any]) -> list[OutlineStep]:
             kind=_text(step.get("kind")) or "llm",
             actor=_text(step.get("actor")),
         )
-        for j, branch in enumerate(step.get("branches") or []):
+        for j, branch in enumerate(_list(step.get("branches"))):
             if not isinstance(branch, dict):
                 continue
             row.branches.append(
@@ -169,7 +173,7 @@ def names_in_scope(document: dict[str, Any], step_index: int) -> list[TemplateNa
         for name, spec in inputs.items():
             kind = spec.get("type", "string") if isinstance(spec, dict) else "string"
             names.append(TemplateName(str(name), f"input ({kind})"))
-    steps = document.get("steps") or []
+    steps = _list(document.get("steps"))
     for n, step in enumerate(steps[:step_index], start=1):
         if isinstance(step, dict) and isinstance(step.get("key"), str):
             label = _text(step.get("name")) or step["key"]
@@ -188,8 +192,8 @@ def unknown_template_names(document: dict[str, Any], prompt: str) -> list[str]:
     except TemplateError as exc:
         return [exc.message]
     inputs = document.get("inputs") if isinstance(document.get("inputs"), dict) else {}
-    steps = [s for s in document.get("steps") or [] if isinstance(s, dict)]
-    keys = {s.get("key") for s in steps}
+    steps = [s for s in _list(document.get("steps")) if isinstance(s, dict)]
+    keys = {s["key"] for s in steps if isinstance(s.get("key"), str)}
     problems = []
     for name in used:
         if name == "feedback" or name in inputs:

@@ -9,6 +9,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from editor.models import RecipeTest
 from workflows.models import Recipe
@@ -723,3 +725,158 @@ class TestRecipeTests:
         test = RecipeTest.objects.create(recipe=story, name="t", expected_path=["write"])
         htmx_post(web, reverse("recipe-test-delete", args=[story.slug, test.pk]), None)
         assert not RecipeTest.objects.exists()
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=12,
+)
+KEYS = st.sampled_from(
+    [
+        "name",
+        "key",
+        "kind",
+        "actor",
+        "prompt",
+        "branches",
+        "when",
+        "type",
+        "operator",
+        "value",
+        "conditions",
+        "priority",
+        "action",
+        "target",
+        "params",
+        "tree",
+        "routes",
+        "validation",
+    ]
+)
+STEPISH = st.recursive(
+    JSON,
+    lambda inner: st.dictionaries(KEYS, inner, max_size=6) | st.lists(inner, max_size=3),
+    max_leaves=20,
+)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(steps=st.lists(STEPISH, min_size=1, max_size=3), inputs=JSON, actors=JSON)
+def test_no_document_makes_a_panel_fail(
+    story: Recipe, author: Any, steps: list, inputs: Any, actors: Any
+) -> None:
+    client = logged_in(author)
+    doc = json.dumps({"steps": steps, "inputs": inputs, "actors": actors, "name": "x"})
+    for name, extra in (
+        ("recipe-check", {}),
+        ("recipe-step-panel", {"step": "0"}),
+        (
+            "recipe-step-panel",
+            {"step": "0", "apply": "1", "key": "a", "name": "A", "kind": "llm", "sequence": "1"},
+        ),
+        ("recipe-branch-panel", {"step": "0", "branch": "0"}),
+        ("recipe-settings-panel", {}),
+        ("recipe-prompt-check", {"prompt": "{x} {{ {y.z}"}),
+    ):
+        response = client.post(reverse(name, args=[story.slug]), {"document": doc, **extra})
+        assert response.status_code in (200, 400), (name, response.status_code)
+
+
+FIELD_NAMES = st.sampled_from(
+    [
+        "name",
+        "priority",
+        "active",
+        "action",
+        "target",
+        "retry_suffix",
+        "max_retries",
+        "alternative_actor",
+        "other_params",
+        "c-type",
+        "c-prev_type",
+        "c-operator",
+        "c-value",
+        "c-flags",
+        "c-unit",
+        "c-evaluator",
+        "c-field",
+        "c-extra",
+        "c-count",
+        "c.0-type",
+        "c.0-prev_type",
+        "c.0-count",
+        "c.0.0-type",
+        "c.0-value",
+        "c.1-type",
+        "_op",
+        "key",
+        "kind",
+        "actor",
+        "prompt",
+        "sequence",
+        "timeout_s",
+        "validation_enabled",
+        "threshold",
+        "judge",
+        "tree",
+        "routes",
+        "leaf_targets",
+        "options",
+    ]
+)
+FIELD_VALUES = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(
+        [
+            "and",
+            "or",
+            "not",
+            "length_check",
+            "pattern_match",
+            "default",
+            "5",
+            "-1",
+            "999999",
+            "add:c",
+            "remove:c.0",
+            "refresh",
+            "[]",
+            "{}",
+            '{"a": 1}',
+            "+x",
+            "REQUEST_MORE_DETAIL",
+            "@repeat",
+            "review",
+            "true",
+            "(a",
+        ]
+    ),
+)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(fields=st.dictionaries(FIELD_NAMES, FIELD_VALUES, max_size=14))
+def test_no_form_input_makes_a_panel_fail(story: Recipe, author: Any, fields: dict) -> None:
+    client = logged_in(author)
+    doc = json.dumps(draft(story))
+    for name, place in (
+        ("recipe-step-panel", {"step": "0"}),
+        ("recipe-branch-panel", {"step": "0", "branch": "2"}),
+    ):
+        response = client.post(
+            reverse(name, args=[story.slug]), {"document": doc, "apply": "1", **place, **fields}
+        )
+        assert response.status_code == 200, (name, fields)
