@@ -449,9 +449,16 @@
     });
   });
 
+  // Restoring a version or importing a file reloads the page once the author confirmed it.
   document.body.addEventListener("htmx:beforeRequest", function (evt) {
     var elt = evt.detail.elt;
     if (elt && elt.closest && elt.closest("[data-needs-revision]")) app.allowUnload = true;
+  });
+  document.body.addEventListener("htmx:afterRequest", function (evt) {
+    var elt = evt.detail.elt;
+    if (!elt || !elt.closest || !elt.closest("[data-needs-revision]")) return;
+    var xhr = evt.detail.xhr;
+    if (!xhr || xhr.getResponseHeader("HX-Refresh") !== "true") app.allowUnload = false;
   });
 
   document.body.addEventListener("htmx:afterSwap", function (evt) {
@@ -464,7 +471,6 @@
       applyResult(target, result);
     }
     if (target.id === "panel") setupPanel();
-    if (target.id === "panel-recipe") app.allowUnload = false;
   });
 
   document.body.addEventListener("htmx:responseError", function (evt) {
@@ -683,9 +689,23 @@
   app.nodeByKey = nodeByKey;
   app.edgeByName = edgeByName;
 
+  // The list is re-rendered after each change: keep the keyboard focus on the same item.
+  var focusedPath = null;
+  document.body.addEventListener("htmx:oobBeforeSwap", function () {
+    var active = document.activeElement;
+    focusedPath = active && active.closest && active.closest("#outline") ? active.getAttribute("data-path") : null;
+  });
+  document.body.addEventListener("htmx:oobAfterSwap", function () {
+    if (!focusedPath) return;
+    var item = document.querySelector('#outline [data-path="' + focusedPath.replace(/"/g, "") + '"]');
+    if (item) item.focus();
+    focusedPath = null;
+  });
+
   // Arrow keys move through the step/branch list.
-  document.getElementById("outline").addEventListener("keydown", function (evt) {
+  document.addEventListener("keydown", function (evt) {
     if (["ArrowDown", "ArrowUp", "Home", "End"].indexOf(evt.key) < 0) return;
+    if (!evt.target.closest || !evt.target.closest("#outline")) return;
     var items = Array.prototype.slice.call(document.querySelectorAll("#outline .outline-item"));
     var i = items.indexOf(document.activeElement);
     if (i < 0) return;

@@ -209,6 +209,15 @@ def test_an_unreachable_step_shows_in_the_lint_panel_and_clicking_selects_it(
     problem.locator("button").click()
     page.wait_for_selector("#panel form[data-editor-form=step]")
     assert selected_key(page) == "lonely"
+    # The step list is a keyboard path to every step and branch.
+    page.focus("#outline .outline-item.step >> nth=0")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate("document.activeElement.dataset.path") == "steps[0].branches[1]"
+    page.keyboard.press("End")
+    assert page.evaluate("document.activeElement.dataset.path") == "steps[2]"
+    page.keyboard.press("Enter")
+    page.wait_for_function("branchline.cy.$(':selected').data('key') === 'lonely'")
     assert page.input_value("#panel [name=key]") == "lonely"
     assert "has-warning" in page.evaluate("branchline.nodeByKey('lonely').classes()")
     browser_page.screenshot("lint")
