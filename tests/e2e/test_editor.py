@@ -472,3 +472,18 @@ def test_the_test_run_tab_follows_a_publish_made_after_it_opened(
     page.click("#tab-testrun")
     page.wait_for_selector("#panel-testrun [name=input_topic]")
     assert "Runs v1" in page.inner_text("#panel-testrun")
+
+
+def test_the_step_form_shows_the_settings_of_its_kind_only(
+    browser_page: BrowserPage, story: Recipe
+) -> None:
+    page = browser_page.open_editor(story.slug)
+    page.click("#outline .outline-item.step >> text=Write")
+    page.wait_for_selector("#panel [name=kind]")
+    assert not page.is_visible("#panel [name=options]")
+    assert not page.is_visible("#panel [name=tree]")
+    page.select_option("#panel [name=kind]", "human")
+    assert page.is_visible("#panel [name=options]")
+    page.select_option("#panel [name=kind]", "decision_tree")
+    assert page.is_visible("#panel [name=tree]")
+    assert not page.is_visible("#panel [name=options]")
