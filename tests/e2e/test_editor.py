@@ -487,3 +487,97 @@ def test_the_step_form_shows_the_settings_of_its_kind_only(
     page.select_option("#panel [name=kind]", "decision_tree")
     assert page.is_visible("#panel [name=tree]")
     assert not page.is_visible("#panel [name=options]")
+
+
+# Drafts list branches by priority (as the rows are read back); equal priorities keep their order.
+ODD_DOCUMENTS = [
+    {**story_document(), "extra_top_level": {"kept": True}},
+    story_document(
+        steps=[
+            {
+                "key": "a",
+                "name": "A",
+                "kind": "llm",
+                "actor": "writer",
+                "prompt": "",
+                "position": {"x": 1.5, "y": -2},
+                "branches": [
+                    {
+                        "name": "dangling",
+                        "priority": 1,
+                        "when": {"type": "default"},
+                        "action": "CONTINUE",
+                        "target": "nowhere",
+                        "active": False,
+                    },
+                    {
+                        "name": "skip",
+                        "priority": 2,
+                        "when": {"type": "default"},
+                        "action": "SKIP_TO_END",
+                        "target": "",
+                    },
+                    {
+                        "name": "self",
+                        "priority": 3,
+                        "when": {"type": "default"},
+                        "action": "CONTINUE",
+                        "target": "a",
+                        "params": {"x": [1, {"y": None}]},
+                    },
+                ],
+            },
+            {
+                "key": "b",
+                "name": "B",
+                "kind": "decision_tree",
+                "prompt": "",
+                "tree": {"version": "1", "tree": {"type": "leaf", "prompt": "a"}},
+                "leaf_targets": {"a": "@end"},
+                "branches": [],
+            },
+            {
+                "key": "c",
+                "name": "C",
+                "kind": "human",
+                "actor": "editors",
+                "prompt": "",
+                "options": ["approve"],
+                "branches": [
+                    {
+                        "name": "same_priority",
+                        "priority": 1,
+                        "when": {"type": "default"},
+                        "action": "ENHANCE_PROMPT",
+                        "target": "",
+                        "params": {"prompt_enhancement": "x"},
+                    },
+                    {
+                        "name": "same_priority_2",
+                        "priority": 1,
+                        "when": {"type": "default"},
+                        "action": "END_RECIPE",
+                        "target": "@end",
+                    },
+                ],
+            },
+        ]
+    ),
+]
+
+
+def test_the_converter_gives_back_the_document_it_was_given(
+    browser_page: BrowserPage, story: Recipe
+) -> None:
+    page = browser_page.open_editor(story.slug)
+    for document in ODD_DOCUMENTS:
+        back = page.evaluate(
+            """(doc) => {
+                const built = RecipeGraph.toElements(doc);
+                const cy = cytoscape({headless: true, elements: built.elements});
+                RecipeGraph.syncEdges(cy);
+                return RecipeGraph.toDocument(cy, built.meta).document;
+            }""",
+            document,
+        )
+        assert back == document
