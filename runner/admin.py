@@ -1,9 +1,16 @@
 from __future__ import annotations
 
-from django.contrib import admin
-from django.http import HttpRequest
+from typing import Any
 
-from .models import ActorStat, BranchEvaluation, HumanTask, Run, RunEvent, StepRun
+from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+
+from workflows.models import Recipe
+
+from .execution import actor_stat_rows
+from .models import ActorStatistic, BranchEvaluation, HumanTask, Run, RunEvent, StepRun
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -85,26 +92,41 @@ class RunEventAdmin(ReadOnlyAdmin):
     list_select_related = ["run"]
 
 
-@admin.register(ActorStat)
-class ActorStatAdmin(ReadOnlyAdmin):
-    """How each actor fared per step: the basis of the learned retry choice."""
+@admin.register(ActorStatistic)
+class ActorStatisticAdmin(ReadOnlyAdmin):
+    """How each actor fared per step: the basis of the learned retry choice.
 
-    list_display = [
-        "recipe",
-        "step_key",
-        "actor_alias",
-        "successes",
-        "attempts",
-        "success_rate",
-        "mean_latency",
-    ]
-    list_select_related = ["recipe"]
-    list_filter = ["recipe"]
+    Aggregated from the LLM StepRuns when the page is shown, as the retry choice does.
+    """
 
-    @admin.display(description="success rate")
-    def success_rate(self, stat: ActorStat) -> str:
-        return f"{stat.successes / stat.attempts:.0%}" if stat.attempts else "-"
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
 
-    @admin.display(description="mean latency (ms)")
-    def mean_latency(self, stat: ActorStat) -> str:
-        return f"{stat.mean_latency_ms:.0f}"
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied
+        recipes = Recipe.objects.filter(runs__isnull=False).distinct().order_by("slug")
+        recipe_id = request.GET.get("recipe")
+        filters = {"run__recipe_id": recipe_id} if recipe_id and recipe_id.isdigit() else {}
+        names = dict(recipes.values_list("pk", "slug"))
+        rows = [
+            {
+                **row,
+                "recipe": names.get(row["run__recipe_id"], row["run__recipe_id"]),
+                "success_rate": f"{row['successes'] / row['attempts']:.0%}",
+                "mean_latency": f"{row['total_latency_ms'] / row['attempts']:.0f}",
+            }
+            for row in actor_stat_rows(**filters)
+        ]
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "Actor statistics",
+            "rows": rows,
+            "recipes": recipes,
+            "selected": int(recipe_id) if filters else None,
+            **(extra_context or {}),
+        }
+        return TemplateResponse(request, "admin/runner/actor_statistics.html", context)

@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
@@ -20,14 +21,15 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db.models import Count, Q, Sum
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from workflows import engine
 from workflows.models import RecipeVersion
 
 from . import actors, events
-from .models import ActorStat, BranchEvaluation, HumanTask, Run, StepRun
+from .models import BranchEvaluation, HumanTask, Run, StepRun
 from .providers import ProviderError, ProviderTimeoutError
 from .status import RUNNABLE, Outcome, RunStatus, StepStatus, TaskStatus, check_transition
 
@@ -465,31 +467,70 @@ def _execute_human(claim: Claim, session: _Session) -> StepOutcome:
     return outcome
 
 
-def _actor_stats(claim: Claim) -> list[engine.ActorStats]:
-    """Outcomes per actor on this step, for a retry with another actor that names none."""
+def _actor_stats(claim: Claim) -> Sequence[engine.ActorStats]:
+    """Outcomes per actor on this step, for a retry with another actor that names none.
+
+    Derived from the recipe's committed LLM StepRuns, and only queried if the engine asks.
+    """
     if not any(
         b.action == "RETRY_WITH_DIFFERENT_ACTOR" and not b.params.get("alternative_actor")
         for b in claim.step.branches
     ):
         return []
-    llm_aliases = [
-        alias
-        for alias, ref in claim.document.get("actors", {}).items()
-        if not ref.startswith("@human:")
-    ]
-    rows = {
-        s.actor_alias: s
-        for s in ActorStat.objects.filter(recipe_id=claim.recipe_id, step_key=claim.step.key)
-    }
-    return [
-        engine.ActorStats(
-            actor=alias,
-            successes=rows[alias].successes if alias in rows else 0,
-            attempts=rows[alias].attempts if alias in rows else 0,
-            mean_latency_ms=rows[alias].mean_latency_ms if alias in rows else 0.0,
+    return _LazyActorStats(claim)
+
+
+def actor_stat_rows(**filters: Any) -> Any:
+    """Per (recipe, step, actor) of LLM steps: attempts, successes and total latency (ms)."""
+    return (
+        StepRun.objects.filter(kind="llm", **filters)
+        .exclude(actor_alias="")
+        .values("run__recipe_id", "step_key", "actor_alias")
+        .annotate(
+            attempts=Count("id"),
+            successes=Count("id", filter=Q(status=StepStatus.SUCCEEDED)),
+            total_latency_ms=Coalesce(Sum("latency_ms"), 0),
         )
-        for alias in llm_aliases
-    ]
+        .order_by("run__recipe_id", "step_key", "actor_alias")
+    )
+
+
+class _LazyActorStats(Sequence[engine.ActorStats]):
+    """The step's actor statistics, aggregated from StepRuns on first use."""
+
+    def __init__(self, claim: Claim) -> None:
+        self.claim = claim
+        self._stats: list[engine.ActorStats] | None = None
+
+    def _load(self) -> list[engine.ActorStats]:
+        if self._stats is None:
+            claim = self.claim
+            rows = {
+                r["actor_alias"]: r
+                for r in actor_stat_rows(run__recipe_id=claim.recipe_id, step_key=claim.step.key)
+            }
+            self._stats = [
+                engine.ActorStats(
+                    actor=alias,
+                    successes=rows[alias]["successes"] if alias in rows else 0,
+                    attempts=rows[alias]["attempts"] if alias in rows else 0,
+                    mean_latency_ms=rows[alias]["total_latency_ms"] / rows[alias]["attempts"]
+                    if alias in rows
+                    else 0.0,
+                )
+                for alias, ref in claim.document.get("actors", {}).items()
+                if not ref.startswith("@human:")
+            ]
+        return self._stats
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._load()[index]
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+    def __iter__(self) -> Iterator[engine.ActorStats]:
+        return iter(self._load())
 
 
 class _TokenStreamer:
@@ -764,8 +805,6 @@ def _commit_step_result(
     _apply_decision(run, claim, outcome, decision, pending)
     run.state = claim.state.to_dict()
     run.next_seq = claim.seq + 1
-    if outcome.actor_alias and step.kind == "llm":
-        _record_stat(claim, outcome)
     return pending
 
 
@@ -842,28 +881,3 @@ def _finish(run: Run, status: str, outcome: str, error: str) -> None:
     run.next = {}
     run.finished_at = timezone.now()
     run.lease_token, run.lease_expires_at = "", None
-
-
-def _record_stat(claim: Claim, outcome: StepOutcome) -> None:
-    succeeded = int(outcome.status == StepStatus.SUCCEEDED)
-    key = {"recipe_id": claim.recipe_id, "step_key": claim.step.key}
-    stats = ActorStat.objects.filter(**key, actor_alias=outcome.actor_alias)
-    latency = outcome.latency_ms or 0
-    increments = {
-        "attempts": F("attempts") + 1,
-        "successes": F("successes") + succeeded,
-        "total_latency_ms": F("total_latency_ms") + latency,
-    }
-    if stats.update(**increments):
-        return
-    try:
-        with transaction.atomic():  # a savepoint: another worker may create the row first
-            ActorStat.objects.create(
-                **key,
-                actor_alias=outcome.actor_alias,
-                attempts=1,
-                successes=succeeded,
-                total_latency_ms=latency,
-            )
-    except IntegrityError:
-        stats.update(**increments)

@@ -166,27 +166,13 @@ class RunEvent(models.Model):
         return f"run {self.run_id} #{self.seq} {self.type}"
 
 
-class ActorStat(models.Model):
-    """How an actor has fared on a step, for choosing whom to retry with."""
+class ActorStatistic(StepRun):
+    """How each actor has fared per step: aggregated from StepRuns, shown in the admin.
 
-    recipe = models.ForeignKey(Recipe, on_delete=models.CASCADE, related_name="actor_stats")
-    step_key = models.CharField(max_length=100)
-    actor_alias = models.CharField(max_length=100)
-    successes = models.PositiveIntegerField(default=0)
-    attempts = models.PositiveIntegerField(default=0)
-    total_latency_ms = models.PositiveBigIntegerField(default=0)
+    A proxy with no table of its own (nothing is written per step): see
+    `runner.execution.actor_stat_rows`, the same figures the retry with another actor uses.
+    """
 
     class Meta:
-        ordering = ["recipe", "step_key", "actor_alias"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["recipe", "step_key", "actor_alias"], name="unique_actor_stat"
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.step_key}/{self.actor_alias}: {self.successes}/{self.attempts}"
-
-    @property
-    def mean_latency_ms(self) -> float:
-        return self.total_latency_ms / self.attempts if self.attempts else 0.0
+        proxy = True
+        verbose_name = "actor statistic"

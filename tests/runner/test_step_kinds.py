@@ -10,8 +10,9 @@ import pytest
 from django.utils import timezone
 
 from runner import services
+from runner.execution import actor_stat_rows
 from runner.human import tasks_expire
-from runner.models import ActorStat, Run
+from runner.models import Run, StepRun
 from runner.status import RunStatus, TaskStatus
 from tests.factories import ActorFactory, GroupFactory
 from tests.runner.conftest import wait_for
@@ -308,21 +309,28 @@ def test_a_retry_with_a_different_actor_picks_the_best_one_learned(
             {"a": "k-a", "b": "k-b", "c": "k-c"},
         ),
     )
-    ActorStat.objects.create(
+    # Earlier runs' history: b succeeded 9 times in 10, c twice in 10.
+    earlier = Run.objects.create(
         recipe=recipe,
-        step_key="solve",
-        actor_alias="b",
-        successes=9,
-        attempts=10,
-        total_latency_ms=1000,
+        version=recipe.versions.get(),
+        created_by=owner,
+        status=RunStatus.SUCCEEDED,
     )
-    ActorStat.objects.create(
-        recipe=recipe,
-        step_key="solve",
-        actor_alias="c",
-        successes=2,
-        attempts=10,
-        total_latency_ms=500,
+    StepRun.objects.bulk_create(
+        StepRun(
+            run=earlier,
+            seq=seq,
+            step_key="solve",
+            step_name="Solve",
+            kind="llm",
+            actor_alias=alias,
+            status="succeeded" if ok else "failed",
+            latency_ms=latency,
+        )
+        for seq, (alias, ok, latency) in enumerate(
+            [("b", i < 9, 100) for i in range(10)] + [("c", i < 2, 50) for i in range(10)],
+            start=1,
+        )
     )
     script = {"a": ["wrong answer"], "b": ["right answer"], "c": ["wrong again"]}
 
@@ -333,8 +341,9 @@ def test_a_retry_with_a_different_actor_picks_the_best_one_learned(
         ("a", "wrong answer"),
         ("b", "right answer"),
     ]
-    stat = ActorStat.objects.get(recipe=recipe, step_key="solve", actor_alias="b")
-    assert (stat.successes, stat.attempts) == (10, 11)
+    stats = {r["actor_alias"]: r for r in actor_stat_rows(run__recipe_id=recipe.pk)}
+    assert (stats["b"]["successes"], stats["b"]["attempts"]) == (10, 11)
+    assert (stats["a"]["successes"], stats["a"]["attempts"]) == (1, 1)
 
 
 def test_an_overdue_task_escalates_then_times_out(worker: Any, owner: Any, editors: Any) -> None:
