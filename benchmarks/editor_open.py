@@ -118,11 +118,11 @@ def wait_for_server(url: str, process: subprocess.Popen[bytes], timeout: float =
     raise SystemExit("the server did not start")
 
 
-def measure(url: str, runs: int) -> tuple[list[float], dict[str, float]]:
+def measure(url: str, runs: int) -> tuple[list[float], dict[str, Any]]:
     from playwright.sync_api import sync_playwright
 
     timings: list[float] = []
-    extra: dict[str, float] = {}
+    extra: dict[str, Any] = {}
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM,
@@ -141,6 +141,17 @@ def measure(url: str, runs: int) -> tuple[list[float], dict[str, float]]:
             page.goto(url + "/recipes/bench-editor/")
             page.wait_for_function("window.branchline && window.branchline.ready", timeout=60000)
             ready = page.evaluate("performance.getEntriesByName('editor-ready')[0].startTime")
+            phases = page.evaluate(
+                """() => {
+                    const nav = performance.getEntriesByType('navigation')[0];
+                    const at = (name) => performance.getEntriesByName(name)[0].startTime;
+                    return {server: nav.responseEnd, scripts: at('editor-start'),
+                            layout: at('editor-laid-out'), ready: at('editor-ready')};
+                }"""
+            )
+            for name, value in phases.items():
+                if run:
+                    extra.setdefault(f"phase_{name}", []).append(value / 1000)
             counts = page.evaluate(
                 "[branchline.cy.nodes('[kind = \"step\"]').length,"
                 " branchline.cy.edges('[kind = \"branch\"]').length]"
@@ -232,6 +243,14 @@ def main() -> int:
     print(f"  cold first open:       {extra['cold_s']:.3f} s")
     print("  open+layout+interactive: " + ", ".join(f"{t:.3f}" for t in timings) + " s")
     print(f"  median {median:.3f} s, worst {max(timings):.3f} s (budget {args.budget:.1f} s)")
+    server, scripts, layout, ready = (
+        statistics.median(extra[f"phase_{name}"])
+        for name in ("server", "scripts", "layout", "ready")
+    )
+    print(
+        f"  median phases: page received {server:.3f} s, scripts start {scripts:.3f} s, "
+        f"laid out {layout:.3f} s, drawn and ready {ready:.3f} s"
+    )
     print(
         f"  click to select a step: {extra['click_to_select_s'] * 1000:.0f} ms; "
         f"wheel to zoom: {extra['wheel_to_zoom_s'] * 1000:.0f} ms"

@@ -6,6 +6,7 @@
 (function () {
   "use strict";
 
+  if (window.performance && performance.mark) performance.mark("editor-start");
   var G = window.RecipeGraph;
   var config = JSON.parse(document.getElementById("editor-config").textContent);
   var initialDocument = JSON.parse(document.getElementById("recipe-document").textContent);
@@ -136,6 +137,7 @@
     cy.fit(undefined, 30);
   }
   if (cy.zoom() > 1.2) cy.zoom({ level: 1.2, renderedPosition: { x: container.clientWidth / 2, y: container.clientHeight / 2 } });
+  if (window.performance && performance.mark) performance.mark("editor-laid-out");
   document.getElementById("canvas-hint").hidden = cy.nodes('[kind = "step"]').length > 0;
 
   var ur = cy.undoRedo({ undoableDrag: false, isDebug: false });
