@@ -44,14 +44,25 @@ def record(run: Run, events: Iterable[tuple[str, dict[str, Any]]]) -> list[RunEv
 
     Advances `run.event_seq`; the caller saves the run in the same transaction.
     """
-    rows = []
-    for type_, data in events:
-        run.event_seq += 1
-        rows.append(RunEvent(run=run, seq=run.event_seq, type=type_, data=data))
+    rows = append(run.pk, run.created_by_id, run.event_seq, events)
+    run.event_seq += len(rows)
+    return rows
+
+
+def append(
+    run_id: int, owner_id: int, after: int, events: Iterable[tuple[str, dict[str, Any]]]
+) -> list[RunEvent]:
+    """Append events numbered from `after + 1`, without a Run instance; push them on commit.
+
+    The caller sets the run's `event_seq` to `after + len(rows)` in the same transaction.
+    """
+    rows = [
+        RunEvent(run_id=run_id, seq=seq, type=type_, data=data)
+        for seq, (type_, data) in enumerate(events, start=after + 1)
+    ]
     if not rows:
         return rows
     RunEvent.objects.bulk_create(rows)
-    run_id, owner_id = run.pk, run.created_by_id
     transaction.on_commit(lambda: _push_run_events(run_id, owner_id, rows))
     return rows
 

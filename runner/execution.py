@@ -69,6 +69,9 @@ class Claim:
     calls: dict[str, int]
     script: dict[str, Any] | None
     recipe_id: int
+    owner_id: int
+    # The run's event_seq once the claim is committed: the commit numbers its events from it.
+    event_seq: int = 0
     # Actors resolved in this time slice, by alias (looked up once per slice, not per step).
     resolved: dict[str, actors.ResolvedActor] = field(default_factory=dict)
 
@@ -158,7 +161,18 @@ def claim_next_step(run_id: int) -> Claim | None:
                 "stopped before finishing",
             )
             events.record(run, [("run.finished", _finished_data(run))])
-            run.save()
+            run.save(
+                update_fields=[
+                    "status",
+                    "outcome",
+                    "error",
+                    "next",
+                    "finished_at",
+                    "lease_token",
+                    "lease_expires_at",
+                    "event_seq",
+                ]
+            )
             return None
         graph, document = version_graph(run.version_id, run.version.created_at)
         pending: list[tuple[str, dict[str, Any]]] = []
@@ -169,6 +183,7 @@ def claim_next_step(run_id: int) -> Claim | None:
             pending.append(("run.started", {"status": run.status}))
         claim = _take_lease(run, graph, document, now, pending)
         events.record(run, pending)
+        claim.event_seq = run.event_seq
         run.save(
             update_fields=[
                 "status",
@@ -200,12 +215,9 @@ def _take_lease(
     if resume_task:
         attempt = StepRun.objects.get(task__pk=resume_task).attempt
     else:
-        if previous is not None:
-            # The state records one response per committed StepRun, in the same transaction.
-            done = sum(1 for r in previous.state.responses if r["step"] == step.key)
-        else:
-            done = StepRun.objects.filter(run=run, step_key=step.key).count()
-        attempt = done + 1
+        # The state records one response per committed StepRun, in the same transaction.
+        responses = previous.state.responses if previous else run.state.get("responses", ())
+        attempt = 1 + sum(1 for r in responses if r["step"] == step.key)
         pending.append(
             (
                 "step.started",
@@ -235,6 +247,7 @@ def _take_lease(
         calls=dict(run.calls),
         script=run.script,
         recipe_id=run.recipe_id,
+        owner_id=run.created_by_id,
         resolved=previous.resolved if previous else {},
     )
 
@@ -584,6 +597,10 @@ class _LeaseKeeper:
 # Commit
 
 
+class _Fenced(Exception):
+    """The worker's lease was taken over, or the run stopped: the commit must write nothing."""
+
+
 def commit(
     claim: Claim,
     outcome: StepOutcome,
@@ -596,46 +613,96 @@ def commit(
     If the run has a next step to execute now, it is claimed in the same transaction and
     returned with `go_on`; without, the run is handed back to the queue. A worker whose lease
     was taken over (it was presumed dead) commits nothing.
+
+    The run's row is not read: the claim knows it (only the lease holder moves a leased run).
+    The first statement is the fenced UPDATE of the run, which also locks its row until commit.
     """
     try:
         with transaction.atomic():
-            run = Run.objects.select_for_update().filter(pk=claim.run_id).first()
-            if (
-                run is None
-                or run.lease_token != claim.token
-                or run.next_seq != claim.seq
-                or run.status not in RUNNABLE
-            ):
-                log.info(
-                    "run %s: step %s result discarded (lease lost or run stopped)",
-                    claim.run_id,
-                    claim.seq,
-                )
-                return None
             if outcome.status == StepStatus.WAITING_HUMAN:
-                pending = _commit_task_created(run, claim, outcome)
-            else:
-                pending = _commit_step_result(run, claim, outcome, decision)
-            run.lease_token = ""
-            run.lease_expires_at = None
-            run.claims = 0
-            run.calls = claim.calls
-            next_claim = None
-            if run.status in RUNNABLE and run.next.get("step"):
-                if go_on:
-                    next_claim = _take_lease(
-                        run, claim.graph, claim.document, timezone.now(), pending, claim
-                    )
-                else:
-                    run.enqueued_at = timezone.now()
-                    _send_on_commit(run.pk)
-            events.record(run, pending)
-            run.save()
-            return next_claim
+                return _commit_task_created(claim, outcome, go_on)
+            assert decision is not None
+            return _commit_step_result(claim, outcome, decision, go_on)
+    except _Fenced:
+        log.info(
+            "run %s: step %s result discarded (lease lost or run stopped)",
+            claim.run_id,
+            claim.seq,
+        )
+        return None
     except IntegrityError:
         # The unique (run, seq, attempt) refused a second copy of a committed step.
         log.warning("run %s: step %s was already committed", claim.run_id, claim.seq)
         return None
+
+
+def _working_run(claim: Claim) -> Run:
+    """The run as its claim left it (never saved: `_fence` writes the changed fields)."""
+    return Run(
+        pk=claim.run_id,
+        recipe_id=claim.recipe_id,
+        created_by_id=claim.owner_id,
+        status=RunStatus.RUNNING,
+        next=dict(claim.directive),
+        next_seq=claim.seq,
+        event_seq=claim.event_seq,
+        calls=claim.calls,
+        script=claim.script,
+        lease_token=claim.token,
+    )
+
+
+def _fence(claim: Claim, changes: dict[str, Any], new_events: int) -> int:
+    """Apply `changes` to the run if this worker still holds the claimed step; else raise.
+
+    Returns the run's event_seq before this commit: the caller numbers its `new_events` events
+    from the next one. Another writer may have added events since the claim (none does to a
+    leased run today); then the UPDATE is retried with the run's current event_seq.
+    """
+    fenced = Run.objects.filter(
+        pk=claim.run_id, lease_token=claim.token, next_seq=claim.seq, status__in=RUNNABLE
+    )
+    base = claim.event_seq
+    while not fenced.filter(event_seq=base).update(event_seq=base + new_events, **changes):
+        current = fenced.values_list("event_seq", flat=True).first()
+        if current is None:
+            raise _Fenced
+        base = current
+    return base
+
+
+def _release_or_go_on(
+    run: Run, claim: Claim, pending: list[tuple[str, dict[str, Any]]], go_on: bool
+) -> tuple[Claim | None, dict[str, Any]]:
+    """Release the lease, and claim the run's next step or hand the run back to the queue.
+
+    Returns the next claim, if any, and the run's fields this commit changes.
+    """
+    now = timezone.now()
+    run.lease_token, run.lease_expires_at, run.claims = "", None, 0
+    next_claim = None
+    changes: dict[str, Any] = {}
+    if run.status in RUNNABLE and run.next.get("step"):
+        if go_on:
+            next_claim = _take_lease(run, claim.graph, claim.document, now, pending, claim)
+        else:
+            run.enqueued_at = changes["enqueued_at"] = now
+            _send_on_commit(run.pk)
+    changes.update(
+        lease_token=run.lease_token,
+        lease_expires_at=run.lease_expires_at,
+        claims=run.claims,
+        calls=claim.calls,
+    )
+    if run.next != claim.directive:
+        changes["next"] = run.next
+    if run.next_seq != claim.seq:
+        changes["next_seq"], changes["state"] = run.next_seq, run.state
+    if run.status != RunStatus.RUNNING:
+        changes.update(
+            status=run.status, outcome=run.outcome, error=run.error, finished_at=run.finished_at
+        )
+    return next_claim, changes
 
 
 def _step_run_fields(claim: Claim, outcome: StepOutcome) -> dict[str, Any]:
@@ -654,14 +721,10 @@ def _step_run_fields(claim: Claim, outcome: StepOutcome) -> dict[str, Any]:
     }
 
 
-def _commit_task_created(
-    run: Run, claim: Claim, outcome: StepOutcome
-) -> list[tuple[str, dict[str, Any]]]:
-    from .human import task_payload
-
+def _new_step_run(claim: Claim, outcome: StepOutcome) -> StepRun:
     step = claim.step
-    step_run = StepRun.objects.create(
-        run=run,
+    return StepRun.objects.create(
+        run_id=claim.run_id,
         seq=claim.seq,
         attempt=claim.attempt,
         step_key=step.key,
@@ -672,21 +735,32 @@ def _commit_task_created(
         started_at=outcome.started_at,
         **_step_run_fields(claim, outcome),
     )
+
+
+def _commit_task_created(claim: Claim, outcome: StepOutcome, go_on: bool) -> Claim | None:
+    """Store a human step's task (rare next to model steps: two UPDATEs of the run are fine)."""
+    from .human import task_payload
+
+    base = _fence(claim, {"claims": 0}, 0)  # first: refuse a stale worker, lock the row
+    run = _working_run(claim)
+    run.event_seq = base
+    run.state = claim.state.to_dict()  # unchanged (the step has not been decided yet)
+    step = claim.step
+    step_run = _new_step_run(claim, outcome)
     escalation_group_id = None
     doc_step = next(s for s in claim.document["steps"] if s["key"] == step.key)
     if doc_step.get("escalate_to"):
         escalation_group_id = actors.resolve(
             doc_step["escalate_to"], document=claim.document, script=None
         ).group_id
-    previous = _latest_response(claim.state)
     task = HumanTask.objects.create(
-        run=run,
+        run_id=claim.run_id,
         step_run=step_run,
         step_key=step.key,
         group_id=outcome.human_group_id,
         escalation_group_id=escalation_group_id,
         question=outcome.prompt,
-        material=previous or "",
+        material=_latest_response(claim.state) or "",
         options=list(step.options),
         due_at=timezone.now() + timedelta(seconds=step.timeout_s) if step.timeout_s else None,
     )
@@ -705,7 +779,7 @@ def _commit_task_created(
             )
             task.decided_at = timezone.now()
             event = "human_task.decided"
-        task.save()
+        task.save(update_fields=["status", "decision", "comment", "decided_at"])
         pending.append((event, task_payload(task)))
         run.next = {"step": step.key, "resume_task": task.pk}
     else:
@@ -714,46 +788,20 @@ def _commit_task_created(
         run.next = {}
         pending.append(("run.status", {"status": run.status}))
         events.push_task_change([task.group_id], "created", task_payload(task))
-    return pending
+    next_claim, changes = _release_or_go_on(run, claim, pending, go_on)
+    events.record(run, pending)
+    Run.objects.filter(pk=claim.run_id).update(event_seq=run.event_seq, **changes)
+    if next_claim is not None:
+        next_claim.event_seq = run.event_seq
+    return next_claim
 
 
 def _commit_step_result(
-    run: Run, claim: Claim, outcome: StepOutcome, decision: engine.Decision | None
-) -> list[tuple[str, dict[str, Any]]]:
+    claim: Claim, outcome: StepOutcome, decision: engine.Decision, go_on: bool
+) -> Claim | None:
+    """Decide the run's new state in memory, then write it: fenced UPDATE first, then rows."""
     step = claim.step
-    fields = _step_run_fields(claim, outcome)
-    if outcome.task is not None:
-        step_run = outcome.task.step_run
-        for name, value in fields.items():
-            if name != "prompt":
-                setattr(step_run, name, value)
-        step_run.save()
-    else:
-        step_run = StepRun.objects.create(
-            run=run,
-            seq=claim.seq,
-            attempt=claim.attempt,
-            step_key=step.key,
-            step_name=step.name,
-            kind=step.kind,
-            actor_alias=outcome.actor_alias,
-            actor_name=outcome.actor_name,
-            started_at=outcome.started_at,
-            **fields,
-        )
-    assert decision is not None
-    BranchEvaluation.objects.bulk_create(
-        BranchEvaluation(
-            step_run=step_run,
-            order=i,
-            branch=e.branch,
-            priority=e.priority,
-            matched=e.matched,
-            taken=e.taken,
-            reason=e.reason,
-        )
-        for i, e in enumerate(decision.evaluations)
-    )
+    run = _working_run(claim)
     pending: list[tuple[str, dict[str, Any]]] = [
         (
             "step.finished",
@@ -805,7 +853,34 @@ def _commit_step_result(
     _apply_decision(run, claim, outcome, decision, pending)
     run.state = claim.state.to_dict()
     run.next_seq = claim.seq + 1
-    return pending
+    next_claim, changes = _release_or_go_on(run, claim, pending, go_on)
+
+    base = _fence(claim, changes, len(pending))
+    if outcome.task is not None:
+        step_run = outcome.task.step_run
+        fields = _step_run_fields(claim, outcome)
+        del fields["prompt"]
+        for name, value in fields.items():
+            setattr(step_run, name, value)
+        step_run.save(update_fields=list(fields))
+    else:
+        step_run = _new_step_run(claim, outcome)
+    BranchEvaluation.objects.bulk_create(
+        BranchEvaluation(
+            step_run=step_run,
+            order=i,
+            branch=e.branch,
+            priority=e.priority,
+            matched=e.matched,
+            taken=e.taken,
+            reason=e.reason,
+        )
+        for i, e in enumerate(decision.evaluations)
+    )
+    events.append(claim.run_id, claim.owner_id, base, pending)
+    if next_claim is not None:
+        next_claim.event_seq = base + len(pending)
+    return next_claim
 
 
 def _apply_decision(

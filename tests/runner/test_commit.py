@@ -1,0 +1,142 @@
+"""A step's commit: fenced by the lease and the step's seq, one UPDATE of the run, in order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from runner import events, services
+from runner.execution import claim_next_step, commit, execute
+from runner.models import Run, RunEvent, StepRun
+from runner.status import RunStatus
+from tests.factories import recipe_document
+from workflows.models import Recipe
+from workflows.services import recipe_import, recipe_publish
+
+# Not transactional: the run's Celery message (sent on commit) never leaves.
+pytestmark = pytest.mark.django_db
+
+
+def step(key: str, target: str) -> dict[str, Any]:
+    return {
+        "key": key,
+        "name": key.title(),
+        "kind": "llm",
+        "actor": "writer",
+        "prompt": "Write about {topic}",
+        "branches": [
+            {
+                "name": "on",
+                "priority": 1,
+                "when": {"type": "default"},
+                "action": "CONTINUE",
+                "target": target,
+            }
+        ],
+    }
+
+
+@pytest.fixture
+def two_steps(user: Any, actors: Any) -> Recipe:
+    document = recipe_document(steps=[step("a", "b"), step("b", "@complete")])
+    recipe = recipe_import(user=user, data=document).recipe
+    recipe_publish(recipe=recipe, user=user)
+    return recipe
+
+
+def started(user: Any, recipe: Recipe) -> Run:
+    return services.run_start(user=user, recipe=recipe, inputs={"topic": "lighthouses"})
+
+
+def event_types(run: Run) -> list[str]:
+    return list(run.events.order_by("seq").values_list("type", flat=True))
+
+
+def test_a_commit_updates_the_run_once_and_claims_the_next_step(
+    user: Any, two_steps: Recipe
+) -> None:
+    run = started(user, two_steps)
+    claim = claim_next_step(run.pk)
+    assert claim is not None
+    outcome, decision = execute(claim)
+
+    with CaptureQueriesContext(connection) as queries:
+        following = commit(claim, outcome, decision, go_on=True)
+
+    statements = [q["sql"].split()[0] for q in queries.captured_queries]
+    writes = [s for s in statements if s in ("SELECT", "UPDATE", "INSERT")]
+    assert writes == ["UPDATE", "INSERT", "INSERT", "INSERT"]  # fence first, nothing read
+    assert following is not None
+    assert (following.seq, following.attempt, following.token) == (2, 1, claim.token)
+    run.refresh_from_db()
+    assert (run.next_seq, run.next, run.lease_token, run.claims) == (
+        2,
+        {"step": "b"},
+        claim.token,
+        1,
+    )
+    assert run.event_seq == following.event_seq == run.events.count()
+    assert event_types(run)[-4:] == [
+        "step.finished",
+        "branch.evaluated",
+        "branch.taken",
+        "step.started",
+    ]
+
+    outcome, decision = execute(following)
+    assert commit(following, outcome, decision, go_on=True) is None
+    run.refresh_from_db()
+    assert (run.status, run.lease_token, run.claims, run.next) == (RunStatus.SUCCEEDED, "", 0, {})
+    assert list(run.steps.values_list("seq", "step_key", "attempt")) == [(1, "a", 1), (2, "b", 1)]
+    assert event_types(run)[-1] == "run.finished"
+    assert run.event_seq == run.events.count()
+
+
+def test_a_worker_whose_lease_was_taken_over_commits_nothing(user: Any, two_steps: Recipe) -> None:
+    run = started(user, two_steps)
+    claim = claim_next_step(run.pk)
+    assert claim is not None
+    outcome, decision = execute(claim)
+    Run.objects.filter(pk=run.pk).update(lease_token="another-worker")
+    before = Run.objects.values().get(pk=run.pk)
+
+    assert commit(claim, outcome, decision, go_on=True) is None
+
+    assert Run.objects.values().get(pk=run.pk) == before
+    assert not StepRun.objects.filter(run=run).exists()
+    assert RunEvent.objects.filter(run=run).count() == before["event_seq"]
+
+
+def test_a_stopped_run_takes_no_step_result(user: Any, two_steps: Recipe) -> None:
+    run = started(user, two_steps)
+    claim = claim_next_step(run.pk)
+    assert claim is not None
+    outcome, decision = execute(claim)
+    services.run_cancel(run=run)
+
+    assert commit(claim, outcome, decision) is None
+
+    run.refresh_from_db()
+    assert (run.status, run.next_seq) == (RunStatus.CANCELLED, 1)
+    assert not StepRun.objects.filter(run=run).exists()
+
+
+def test_events_another_writer_added_since_the_claim_are_kept(user: Any, two_steps: Recipe) -> None:
+    run = started(user, two_steps)
+    claim = claim_next_step(run.pk)
+    assert claim is not None
+    outcome, decision = execute(claim)
+    events.record(run := Run.objects.get(pk=run.pk), [("note", {})])
+    run.save(update_fields=["event_seq"])
+
+    following = commit(claim, outcome, decision, go_on=True)
+
+    assert following is not None
+    run.refresh_from_db()
+    assert list(run.events.values_list("seq", flat=True)) == list(range(1, run.event_seq + 1))
+    assert following.event_seq == run.event_seq
+    assert "note" in event_types(run)
+    assert StepRun.objects.filter(run=run).count() == 1
