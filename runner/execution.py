@@ -97,6 +97,7 @@ class StepOutcome:
     task: HumanTask | None = None  # resumed human step
     scripted_decision: str | None = None  # dry run: the script decides the human step
     human_group_id: int | None = None
+    material: str = ""  # what reviewers read beside the question
 
 
 # --------------------------------------------------------------------------------------------
@@ -469,6 +470,7 @@ def _execute_human(claim: Claim, session: _Session) -> StepOutcome:
     outcome = StepOutcome(
         status=StepStatus.WAITING_HUMAN,
         prompt=_render(claim),
+        material=_render_material(claim),
         actor_alias=actor.alias,
         actor_name=actor.name,
         human_group_id=actor.group_id,
@@ -760,7 +762,7 @@ def _commit_task_created(claim: Claim, outcome: StepOutcome, go_on: bool) -> Cla
         group_id=outcome.human_group_id,
         escalation_group_id=escalation_group_id,
         question=outcome.prompt,
-        material=_latest_response(claim.state) or "",
+        material=outcome.material,
         options=list(step.options),
         due_at=timezone.now() + timedelta(seconds=step.timeout_s) if step.timeout_s else None,
     )
@@ -943,6 +945,13 @@ def _handles_failure(step: engine.StepSpec, branch_name: str | None) -> bool:
 
 def _finished_data(run: Run) -> dict[str, Any]:
     return {"status": run.status, "outcome": run.outcome, "error": run.error}
+
+
+def _render_material(claim: Claim) -> str:
+    """Return what the reviewers of a human step read: its `material`, else the last answer."""
+    if claim.step.material:
+        return engine.render(claim.step.material, claim.state.template_context(claim.step.key))
+    return _latest_response(claim.state) or ""
 
 
 def _latest_response(state: engine.RunState) -> str | None:

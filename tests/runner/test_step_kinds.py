@@ -457,3 +457,43 @@ def test_a_script_can_walk_failure_and_timeout_branches(
     assert "judge is down" in write.evaluations.get(branch="great").reason
     assert run.tasks.get().status == TaskStatus.TIMED_OUT
     assert run.steps.get(step_key="review").evaluations.get(taken=True).branch == "no_answer"
+
+
+def test_a_human_step_shows_reviewers_the_material_it_names(
+    worker: Any, owner: Any, editors: Any, scripted: None
+) -> None:
+    recipe = publish(
+        owner,
+        document(
+            "material",
+            [
+                {
+                    "key": "draft",
+                    "name": "Draft",
+                    "kind": "llm",
+                    "actor": "writer",
+                    "prompt": "Draft",
+                    "branches": [{**END, "target": "check", "action": "HUMAN_REVIEW"}],
+                },
+                {
+                    "key": "check",
+                    "name": "Check",
+                    "kind": "human",
+                    "actor": "editors",
+                    "prompt": "Is the draft for {who} fine?",
+                    "material": "Draft for {who}: {steps.draft.response}",
+                    "branches": [],
+                },
+            ],
+            {"writer": "k-writer", "editors": "@human:test-editors"},
+            {"who": {"type": "string", "required": True}},
+        ),
+    )
+
+    run = services.run_start(
+        user=owner, recipe=recipe, inputs={"who": "Ann"}, script={"writer": ["Hello"]}
+    )
+    run = wait_for(run, RunStatus.WAITING_HUMAN)
+
+    task = run.tasks.get()
+    assert (task.question, task.material) == ("Is the draft for Ann fine?", "Draft for Ann: Hello")
