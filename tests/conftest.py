@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from celery.contrib.testing.worker import start_worker
 from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
+from config.celery import app as celery_app
 from tests.factories import (
     JUDGE,
     OPENAI,
@@ -112,3 +115,22 @@ def other_api(other_user: Any) -> APIClient:
 @pytest.fixture
 def staff_api(staff_user: Any) -> APIClient:
     return api_client(staff_user)
+
+
+@pytest.fixture(scope="module")
+def celery_worker(django_db_setup: None, django_db_blocker: Any) -> Iterator[Any]:
+    """Run a real Celery worker thread on the configured broker (memory:// or Redis).
+
+    It starts after the test database exists, so its connections go to that database, and
+    with an empty queue, so no message of an earlier test reaches it. It lives for one test
+    module: tests elsewhere may queue runs they never wait for, and those must not be worked
+    on while their database is flushed.
+    """
+    celery_app.conf.task_always_eager = False
+    with django_db_blocker.unblock():
+        celery_app.control.purge()
+        with start_worker(
+            celery_app, pool="solo", perform_ping_check=False, shutdown_timeout=30
+        ) as worker:
+            yield worker
+            celery_app.control.purge()

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from celery.contrib.testing.worker import start_worker
 from django.conf import settings
 from django.test import Client
 
@@ -50,14 +49,10 @@ def chromium() -> Iterator[Any]:
         os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
-@pytest.fixture(scope="session")
-def run_worker() -> Iterator[Any]:
+@pytest.fixture
+def run_worker(celery_worker: Any) -> Any:
     """A Celery worker thread in this process, so runs started from the pages execute."""
-    from config.celery import app
-
-    app.conf.task_always_eager = False
-    with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10) as worker:
-        yield worker
+    return celery_worker
 
 
 @pytest.fixture

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from celery.contrib.testing.worker import start_worker
 from django.test import Client
 from django.urls import reverse
 
-from config.celery import app as celery_app
 from editor.models import RecipeTest
 from editor.selectors import run_path
 from editor.services import recipe_tests_refresh, recipe_tests_run
@@ -21,13 +18,6 @@ from workflows.models import Recipe
 from workflows.services import recipe_publish
 
 from .conftest import STORY, htmx_post
-
-
-@pytest.fixture(scope="module")
-def celery_worker() -> Iterator[Any]:
-    celery_app.conf.task_always_eager = False
-    with start_worker(celery_app, pool="solo", perform_ping_check=False, shutdown_timeout=10) as w:
-        yield w
 
 
 @pytest.fixture

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from celery.contrib.testing.worker import start_worker
 from django.contrib.auth.models import Group
 
-from config.celery import app as celery_app
 from runner.models import Run
 from tests.factories import ActorFactory, GroupFactory, UserFactory
 from workflows.models import Recipe
@@ -179,28 +176,9 @@ def story_recipe(owner: Any, editors: Group) -> Recipe:
     return recipe
 
 
-@pytest.fixture(scope="module")
-def celery_worker_session(django_db_setup: None, django_db_blocker: Any) -> Iterator[Any]:
-    """Run a real Celery worker thread on the configured broker (memory:// or Redis).
-
-    It starts after the test database exists, so its connections go to that database, and
-    with an empty queue, so no message of an earlier test reaches it. It lives for one test
-    module: tests elsewhere may queue runs they never wait for, and those must not be worked
-    on while their database is flushed.
-    """
-    celery_app.conf.task_always_eager = False
-    with django_db_blocker.unblock():
-        celery_app.control.purge()
-        with start_worker(
-            celery_app, pool="solo", perform_ping_check=False, shutdown_timeout=30
-        ) as worker:
-            yield worker
-            celery_app.control.purge()
-
-
 @pytest.fixture
-def worker(celery_worker_session: Any, transactional_db: None) -> Any:
-    return celery_worker_session
+def worker(celery_worker: Any, transactional_db: None) -> Any:
+    return celery_worker
 
 
 def wait_for(run: Run, *statuses: str, timeout: float = 20) -> Run:
