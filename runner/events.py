@@ -63,8 +63,13 @@ def append(
     if not rows:
         return rows
     RunEvent.objects.bulk_create(rows)
-    transaction.on_commit(lambda: _push_run_events(run_id, owner_id, rows))
+    push_on_commit(run_id, owner_id, rows)
     return rows
+
+
+def push_on_commit(run_id: int, owner_id: int, rows: list[RunEvent]) -> None:
+    """Push the run's events, written in the caller's transaction, once it commits."""
+    transaction.on_commit(lambda: _push_run_events(run_id, owner_id, rows))
 
 
 def _push_run_events(run_id: int, owner_id: int, rows: list[RunEvent]) -> None:

@@ -28,8 +28,8 @@ from django.utils import timezone
 from workflows import engine
 from workflows.models import RecipeVersion
 
-from . import actors, events
-from .models import BranchEvaluation, HumanTask, Run, StepRun
+from . import actors, events, fast_commit
+from .models import BranchEvaluation, HumanTask, Run, RunEvent, StepRun
 from .providers import ProviderError, ProviderTimeoutError
 from .status import RUNNABLE, Outcome, RunStatus, StepStatus, TaskStatus, check_transition
 
@@ -724,8 +724,15 @@ def _step_run_fields(claim: Claim, outcome: StepOutcome) -> dict[str, Any]:
 
 
 def _new_step_run(claim: Claim, outcome: StepOutcome) -> StepRun:
+    step_run = _step_run(claim, outcome)
+    step_run.save(force_insert=True)
+    return step_run
+
+
+def _step_run(claim: Claim, outcome: StepOutcome) -> StepRun:
+    """The step's StepRun, not saved yet."""
     step = claim.step
-    return StepRun.objects.create(
+    return StepRun(
         run_id=claim.run_id,
         seq=claim.seq,
         attempt=claim.attempt,
@@ -857,6 +864,51 @@ def _commit_step_result(
     run.next_seq = claim.seq + 1
     next_claim, changes = _release_or_go_on(run, claim, pending, go_on)
 
+    if outcome.task is None and connection.vendor == "postgresql":
+        event_seq = _commit_in_one_statement(claim, outcome, decision, changes, pending)
+    else:
+        event_seq = _commit_with_orm(claim, outcome, decision, changes, pending)
+    if next_claim is not None:
+        next_claim.event_seq = event_seq
+    return next_claim
+
+
+def _commit_in_one_statement(
+    claim: Claim,
+    outcome: StepOutcome,
+    decision: engine.Decision,
+    changes: dict[str, Any],
+    pending: list[tuple[str, dict[str, Any]]],
+) -> int:
+    """PostgreSQL: the fence, StepRun, evaluations and events in one statement (fast_commit).
+
+    Returns the run's event_seq after this commit.
+    """
+    rows = [RunEvent(run_id=claim.run_id, type=type_, data=data) for type_, data in pending]
+    base = fast_commit.commit_step(
+        run_id=claim.run_id,
+        token=claim.token,
+        seq=claim.seq,
+        statuses=sorted(RUNNABLE),
+        changes=changes,
+        step_run=_step_run(claim, outcome),
+        evaluations=_evaluations(None, decision),
+        run_events=rows,
+    )
+    if base is None:
+        raise _Fenced
+    events.push_on_commit(claim.run_id, claim.owner_id, rows)
+    return base + len(rows)
+
+
+def _commit_with_orm(
+    claim: Claim,
+    outcome: StepOutcome,
+    decision: engine.Decision,
+    changes: dict[str, Any],
+    pending: list[tuple[str, dict[str, Any]]],
+) -> int:
+    """The fenced UPDATE first, then the rows. Returns the run's event_seq after this commit."""
     base = _fence(claim, changes, len(pending))
     if outcome.task is not None:
         step_run = outcome.task.step_run
@@ -867,7 +919,13 @@ def _commit_step_result(
         step_run.save(update_fields=list(fields))
     else:
         step_run = _new_step_run(claim, outcome)
-    BranchEvaluation.objects.bulk_create(
+    BranchEvaluation.objects.bulk_create(_evaluations(step_run, decision))
+    events.append(claim.run_id, claim.owner_id, base, pending)
+    return base + len(pending)
+
+
+def _evaluations(step_run: StepRun | None, decision: engine.Decision) -> list[BranchEvaluation]:
+    return [
         BranchEvaluation(
             step_run=step_run,
             order=i,
@@ -878,11 +936,7 @@ def _commit_step_result(
             reason=e.reason,
         )
         for i, e in enumerate(decision.evaluations)
-    )
-    events.append(claim.run_id, claim.owner_id, base, pending)
-    if next_claim is not None:
-        next_claim.event_seq = base + len(pending)
-    return next_claim
+    ]
 
 
 def _apply_decision(
