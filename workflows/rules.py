@@ -24,4 +24,6 @@ can_edit_recipe = rules.is_authenticated & (rules.is_staff | is_recipe_owner | i
 
 rules.add_perm("workflows.view_recipe", can_edit_recipe)
 rules.add_perm("workflows.change_recipe", can_edit_recipe)
-rules.add_perm("workflows.delete_recipe", rules.is_authenticated & (rules.is_staff | is_recipe_owner))
+rules.add_perm(
+    "workflows.delete_recipe", rules.is_authenticated & (rules.is_staff | is_recipe_owner)
+)

@@ -114,9 +114,7 @@ def recipe_publish(*, recipe: Recipe, user: AbstractBaseUser, note: str = "") ->
         )
 
 
-def recipe_share(
-    *, recipe: Recipe, users: list[AbstractBaseUser], groups: list[Group]
-) -> None:
+def recipe_share(*, recipe: Recipe, users: list[AbstractBaseUser], groups: list[Group]) -> None:
     """Set who the recipe is shared with (users and groups may view and edit it)."""
     recipe.shared_with_users.set(users)
     recipe.shared_with_groups.set(groups)

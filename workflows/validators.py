@@ -85,7 +85,9 @@ def _is_human(target: Actor | Group) -> bool:
 
 
 def _actor_kind_errors(
-    graph: engine.RecipeGraph, actors: dict[str, Actor | Group], document_steps: list[dict[str, Any]]
+    graph: engine.RecipeGraph,
+    actors: dict[str, Actor | Group],
+    document_steps: list[dict[str, Any]],
 ) -> list[str]:
     errors = []
     for i, step in enumerate(graph.steps):

@@ -27,8 +27,17 @@ class ActorSerializer(serializers.ModelSerializer):
     class Meta:
         model = Actor
         fields = [
-            "id", "name", "kind", "provider", "model", "base_url", "api_key_env",
-            "params", "timeout_s", "group", "config",
+            "id",
+            "name",
+            "kind",
+            "provider",
+            "model",
+            "base_url",
+            "api_key_env",
+            "params",
+            "timeout_s",
+            "group",
+            "config",
         ]
 
     def validate_params(self, value: object) -> object:
@@ -64,7 +73,13 @@ class RecipeSummarySerializer(serializers.ModelSerializer):
     class Meta:
         model = Recipe
         fields = [
-            "slug", "name", "description", "owner", "revision", "latest_version", "updated_at",
+            "slug",
+            "name",
+            "description",
+            "owner",
+            "revision",
+            "latest_version",
+            "updated_at",
         ]
 
     def get_latest_version(self, recipe: Recipe) -> int | None:
@@ -86,7 +101,11 @@ class RecipeDetailOutput(RecipeSummarySerializer):
     class Meta(RecipeSummarySerializer.Meta):
         fields = [
             *RecipeSummarySerializer.Meta.fields,
-            "shared_with_users", "shared_with_groups", "versions", "document", "warnings",
+            "shared_with_users",
+            "shared_with_groups",
+            "versions",
+            "document",
+            "warnings",
         ]
 
 

@@ -42,6 +42,8 @@ class Command(BaseCommand):
         except RecipeConflict as exc:
             raise CommandError(str(exc)) from None
         verb = "Imported" if result.created else "Replaced the draft of"
-        self.stdout.write(self.style.SUCCESS(f"{verb} '{result.recipe.slug}' ({result.recipe.name})"))
+        self.stdout.write(
+            self.style.SUCCESS(f"{verb} '{result.recipe.slug}' ({result.recipe.name})")
+        )
         for warning in result.warnings:
             self.stdout.write(self.style.WARNING(f"  warning: {warning}"))
