@@ -30,6 +30,7 @@ run: $(VENV)/.installed vendor
 
 test: $(VENV)/.installed vendor
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 	$(PY) -m pytest $(PYTEST_ARGS)
 
