@@ -9,8 +9,8 @@ from django.template.response import TemplateResponse
 
 from workflows.models import Recipe
 
-from .execution import actor_stat_rows
 from .models import ActorStatistic, BranchEvaluation, HumanTask, Run, RunEvent, StepRun
+from .steps import actor_stat_rows
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -10,10 +10,10 @@ import pytest
 from django.utils import timezone
 
 from runner import services
-from runner.execution import actor_stat_rows
 from runner.human import tasks_expire
 from runner.models import Run, StepRun
 from runner.status import RunStatus, TaskStatus
+from runner.steps import actor_stat_rows
 from tests.factories import ActorFactory, GroupFactory
 from tests.runner.conftest import wait_for
 from workflows.models import Recipe
