@@ -71,7 +71,8 @@ def test_a_reviewer_revises_a_run_live_and_its_author_watches_it_succeed(
     task = inbox.locator(".task-card[data-status=open]")
     expect(task).to_have_count(1, timeout=LIVE_TIMEOUT_MS)
     expect(task).to_contain_text(f"run #{run_id}")
-    expect(task.locator(".material")).to_contain_text("5")
+    # The story to review, escaped: its markup shows as text.
+    expect(task.locator(".material")).to_contain_text("<em>By morning</em>")
     expect(inbox.locator("[data-inbox-count]")).to_have_text("1")
     expect(inbox).to_have_title(re.compile(r"^\(1\) Inbox"))
     expect(inbox.locator("#inbox-empty")).to_be_hidden()

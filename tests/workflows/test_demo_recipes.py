@@ -367,8 +367,11 @@ def test_creative_writing_revision_gets_the_editors_comment_and_the_story(demo: 
     revise = run.steps.get(step_key="revise_story")
     assert revise.prompt.startswith("Revise the story based on this feedback: add a dragon")
     assert STORY in revise.prompt
-    second_review = run.tasks.order_by("pk").last()
-    assert second_review.material == revise.response
+    first_review, second_review = run.tasks.order_by("pk")
+    assert first_review.material.startswith(f"Story:\n{STORY}")
+    assert second_review.material.endswith(
+        f"Latest revision (empty until one is asked for):\n{revise.response}"
+    )
 
 
 def test_creative_writing_ends_when_the_editors_do_not_decide_in_time(demo: Any) -> None:
