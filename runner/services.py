@@ -13,6 +13,7 @@ from workflows import engine
 from workflows.models import Recipe, RecipeVersion
 
 from . import events
+from .claims import version_graph
 from .execution import enqueue
 from .human import tasks_close_for_run
 from .inputs import InputsInvalid, check_inputs
@@ -79,7 +80,7 @@ def run_start(
     document = pinned.document
     checked_inputs = check_inputs(document.get("inputs", {}), inputs)
     checked_script = check_script(script, document)
-    graph = engine.parse_recipe(document)
+    graph, _ = version_graph(pinned.pk, pinned.created_at)  # parsed once per process
     state = engine.RunState.start(graph, checked_inputs, max_steps=settings.RUN_MAX_STEPS)
     with transaction.atomic():
         run = Run.objects.create(

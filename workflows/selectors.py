@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Q, QuerySet
+from django.db.models import Max, Q, QuerySet
 from django.http import Http404
 
 from .models import Actor, Recipe
@@ -19,6 +19,17 @@ def recipes_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Recip
     return recipes.filter(
         Q(owner=user) | Q(shared_with_users=user) | Q(shared_with_groups__user=user)
     ).distinct()
+
+
+def recipes_listed(user: AbstractBaseUser | AnonymousUser, *, query: str = "") -> QuerySet[Recipe]:
+    """Return the user's recipes matching `query` (name, slug or description), with the number
+    of their latest version as `latest_version_number` (one query, not one per recipe)."""
+    recipes = recipes_visible_to(user).annotate(latest_version_number=Max("versions__number"))
+    if query:
+        recipes = recipes.filter(
+            Q(name__icontains=query) | Q(slug__icontains=query) | Q(description__icontains=query)
+        )
+    return recipes
 
 
 def recipe_get(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> Recipe:

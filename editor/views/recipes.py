@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from workflows.selectors import recipes_visible_to
+from workflows.selectors import recipes_listed
 from workflows.services import RecipeConflict, recipe_import
 from workflows.validators import RecipeRejected
 
@@ -19,12 +18,8 @@ from ..services import recipe_create
 
 @login_required
 def recipe_list(request: HttpRequest) -> HttpResponse:
-    recipes = recipes_visible_to(request.user).prefetch_related("versions")
     query = request.GET.get("q", "").strip()
-    if query:
-        recipes = recipes.filter(
-            Q(name__icontains=query) | Q(slug__icontains=query) | Q(description__icontains=query)
-        )
+    recipes = recipes_listed(request.user, query=query).select_related("owner")
     return render(request, "editor/recipe_list.html", {"recipes": recipes, "query": query})
 
 

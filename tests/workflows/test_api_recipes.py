@@ -12,6 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from tests.factories import recipe_document
 from workflows.adapters import document_from_recipe
 from workflows.models import Recipe, Step
+from workflows.services import recipe_import, recipe_publish
 
 pytestmark = pytest.mark.django_db
 
@@ -408,3 +409,16 @@ def test_it_serves_the_recipe_format_schema(api: Any) -> None:
     schema = response.json()
     assert schema["title"] == "Branchline recipe (format v1)"
     assert "steps" in schema["required"]
+
+
+def test_the_recipe_list_costs_the_same_queries_for_one_recipe_or_many(
+    api: Any, user: Any, actors: Any, django_assert_max_num_queries: Any
+) -> None:
+    for n in range(6):
+        recipe = recipe_import(user=user, data=recipe_document(slug=f"r{n}")).recipe
+        recipe_publish(recipe=recipe, user=user)
+
+    with django_assert_max_num_queries(4):
+        listed = api.get("/api/recipes/").json()
+
+    assert [r["latest_version"] for r in listed] == [1] * 6

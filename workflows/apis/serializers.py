@@ -83,6 +83,8 @@ class RecipeSummarySerializer(serializers.ModelSerializer):
         ]
 
     def get_latest_version(self, recipe: Recipe) -> int | None:
+        if hasattr(recipe, "latest_version_number"):  # annotated by selectors.recipes_listed
+            return recipe.latest_version_number  # type: ignore[no-any-return]
         version = recipe.latest_version
         return version.number if version else None
 

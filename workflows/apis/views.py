@@ -87,13 +87,8 @@ class RecipeListApi(APIView):
         responses=RecipeSummarySerializer(many=True),
     )
     def get(self, request: Request) -> Response:
-        recipes = selectors.recipes_visible_to(request.user)
-        if q := request.query_params.get("q", "").strip():
-            from django.db.models import Q
-
-            recipes = recipes.filter(
-                Q(name__icontains=q) | Q(slug__icontains=q) | Q(description__icontains=q)
-            )
+        query = request.query_params.get("q", "").strip()
+        recipes = selectors.recipes_listed(request.user, query=query)
         return Response(RecipeSummarySerializer(recipes, many=True).data)
 
     @extend_schema(request=dict, responses={201: ImportOutput})
