@@ -205,7 +205,7 @@ class RunEventsApi(APIView):
     def get(self, request: Request, run_id: int) -> Response:
         run = selectors.run_get(user=request.user, run_id=run_id)
         after = request.query_params.get("after", "0")
-        if not after.isdigit():
+        if not (after.isascii() and after.isdigit()):
             raise ValidationError({"after": "a whole number"})
         events = run.events.filter(seq__gt=int(after)).order_by("seq")[:1000]
         return Response([serialize_event(e) for e in events])

@@ -303,4 +303,4 @@ def _query_int(scope: dict[str, Any], name: str, *, default: int) -> int | None:
     values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get(name)
     if not values:
         return default
-    return int(values[-1]) if values[-1].isdigit() else None
+    return int(values[-1]) if values[-1].isascii() and values[-1].isdigit() else None

@@ -8,7 +8,6 @@ the queue so that runs share the workers fairly.
 
 from __future__ import annotations
 
-import copy
 import logging
 import time
 import uuid
@@ -172,7 +171,7 @@ def _take_lease(
         step=step,
         graph=graph,
         document=document,
-        state=engine.RunState.from_dict(copy.deepcopy(run.state)),
+        state=engine.RunState.from_dict(run.state),
         directive=dict(run.next),
         calls=dict(run.calls),
         script=run.script,

@@ -50,6 +50,7 @@ def task_decide(
 ) -> HumanTask:
     """Record a reviewer's decision and hand the run back to the workers."""
     with transaction.atomic():
+        _lock_run_of(task_id)
         task = HumanTask.objects.select_for_update().select_related("group").get(pk=task_id)
         if not user.groups.filter(pk=task.group_id).exists():
             raise NotInGroup("You are not a reviewer of this task's group.")
@@ -63,6 +64,13 @@ def task_decide(
         task.save()
         _resume(task, "human_task.decided")
     return task
+
+
+def _lock_run_of(task_id: int) -> None:
+    """Lock the task's run before the task: cancelling a run locks them in that order too, and
+    the opposite order would deadlock against it."""
+    run_id = HumanTask.objects.values_list("run_id", flat=True).get(pk=task_id)
+    list(Run.objects.select_for_update().filter(pk=run_id).values_list("pk", flat=True))
 
 
 def _resume(task: HumanTask, event_type: str) -> None:
@@ -90,6 +98,7 @@ def tasks_expire(*, now: Any = None) -> int:
     )
     for task_id in list(due):
         with transaction.atomic():
+            _lock_run_of(task_id)
             task = (
                 HumanTask.objects.select_for_update().select_related("group", "run").get(pk=task_id)
             )

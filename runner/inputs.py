@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -43,6 +44,9 @@ def check_inputs(schema: dict[str, dict[str, Any]], inputs: object) -> dict[str,
             errors.append(
                 f"inputs.{name}: must be {'an' if type_name[0] in 'aeio' else 'a'} {type_name}"
             )
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            errors.append(f"inputs.{name}: must be a finite number")
             continue
         checked[name] = value
     errors += [

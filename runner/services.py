@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -13,7 +11,7 @@ from workflows import engine
 from workflows.models import Recipe, RecipeVersion
 
 from . import events
-from .claims import version_graph
+from .claims import SCRIPTED_TIMEOUT, version_graph
 from .execution import enqueue
 from .human import tasks_close_for_run
 from .inputs import InputsInvalid, check_inputs
@@ -29,13 +27,17 @@ class RunFinished(Exception):
     """The run has finished already."""
 
 
-def check_script(script: object, document: dict[str, Any]) -> dict[str, list[str]] | None:
-    """Return a dry-run script normalised to alias -> answers, or raise InputsInvalid."""
+def check_script(script: object, graph: engine.RecipeGraph) -> dict[str, list[str]] | None:
+    """Return a dry-run script normalised to alias -> answers, or raise InputsInvalid.
+
+    A reviewer alias answers with one of its steps' options (`revise: comment` carries a
+    comment) or `@timeout`, so that a typo fails here, not as a decision nobody offered.
+    """
     if script is None:
         return None
     if not isinstance(script, dict):
         raise InputsInvalid(["script: must be an object of actor alias: [answers]"])
-    aliases = document.get("actors", {})
+    aliases = graph.actors
     errors, checked = [], {}
     for alias, answers in script.items():
         if alias not in aliases:
@@ -52,6 +54,20 @@ def check_script(script: object, document: dict[str, Any]) -> dict[str, list[str
         ):
             errors.append(f"script.{alias}: must be a non-empty list of strings")
             continue
+        options = {
+            o
+            for step in graph.steps
+            if step.kind == "human" and step.actor == alias
+            for o in step.options
+        }
+        if options:
+            choices = sorted(options | {SCRIPTED_TIMEOUT})
+            errors += [
+                f"script.{alias}[{i}]: {answer.partition(':')[0].strip()!r} is not one of "
+                f"{', '.join(choices)}"
+                for i, answer in enumerate(answers)
+                if answer.partition(":")[0].strip() not in choices
+            ]
         checked[alias] = answers
     if errors:
         raise InputsInvalid(errors)
@@ -79,8 +95,8 @@ def run_start(
         )
     document = pinned.document
     checked_inputs = check_inputs(document.get("inputs", {}), inputs)
-    checked_script = check_script(script, document)
     graph, _ = version_graph(pinned.pk, pinned.created_at)  # parsed once per process
+    checked_script = check_script(script, graph)
     state = engine.RunState.start(graph, checked_inputs, max_steps=settings.RUN_MAX_STEPS)
     with transaction.atomic():
         run = Run.objects.create(

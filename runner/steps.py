@@ -76,6 +76,11 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
             outcome = _execute_llm(claim, session)
     except (LookupError, engine.EngineError) as exc:
         outcome = StepOutcome(status=StepStatus.FAILED, error=str(exc))
+    except Exception as exc:
+        # Anything else is a bug here or in a provider: fail the step once, with the reason,
+        # rather than leave the lease to expire and run the (paid) step again and again.
+        log.exception("run %s: step %s failed unexpectedly", claim.run_id, claim.step.key)
+        outcome = StepOutcome(status=StepStatus.FAILED, error=f"unexpected error: {exc!r}")
     outcome.started_at = started
     if outcome.status == StepStatus.WAITING_HUMAN:
         return outcome, None

@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 
 from runner import execution, services
 from runner.human import tasks_expire
+from runner.inputs import InputsInvalid, check_inputs
 from runner.models import HumanTask, Run, RunEvent, StepRun
 from runner.status import RunStatus, TaskStatus
 from tests.runner.conftest import STORY, wait_for
@@ -209,6 +210,10 @@ def test_the_run_api_shows_steps_with_evaluations_and_events(
             "script.writer: must be a non-empty list",
         ),
         ({"inputs": "topic"}, "inputs: must be an object"),
+        (
+            {"inputs": {"topic": "x"}, "script": {"editors": ["aprove"]}},
+            "script.editors[0]: 'aprove' is not one of",
+        ),
     ],
 )
 def test_it_refuses_bad_run_inputs_with_the_field(
@@ -238,3 +243,23 @@ def test_another_users_run_is_not_found(
         api.post("/api/recipes/story/runs", {"inputs": {"topic": "x"}}, format="json").status_code
         == 404
     )
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_it_refuses_a_number_input_that_is_not_finite(value: float) -> None:
+    with pytest.raises(InputsInvalid, match=r"inputs\.n: must be a finite number"):
+        check_inputs({"n": {"type": "number"}}, {"n": value})
+
+
+@pytest.mark.parametrize("after", ["x", "-1", "²", "1.5"])
+def test_the_events_api_refuses_an_after_that_is_not_a_whole_number(
+    story_recipe: Recipe, owner: Any, after: str
+) -> None:
+    run = start(story_recipe, owner)
+    api = APIClient()
+    api.force_authenticate(owner)
+
+    answer = api.get(f"/api/runs/{run.pk}/events", {"after": after})
+
+    assert answer.status_code == 400
+    assert answer.json()["errors"] == ["after: a whole number"]
