@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils.text import slugify
 
@@ -31,7 +32,7 @@ from workflows.engine.vocabulary import (
     STEP_KINDS,
 )
 from workflows.models import SLUG_VALIDATOR, Recipe
-from workflows.validators import HUMAN_PREFIX
+from workflows.validators import HUMAN_PREFIX, RESERVED_SLUGS, whole_number
 
 from .conditions import canonical_action, logical_type
 from .selectors import actor_choices, document_errors, human_references
@@ -40,7 +41,6 @@ STEP_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 ALIAS = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 INPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_CONDITION_DEPTH = 8
-RESERVED_SLUGS = frozenset({"new", "import"})
 
 KIND_LABELS = {
     "llm": "LLM",
@@ -179,6 +179,14 @@ class NewRecipeForm(forms.Form):
 
 class ImportForm(forms.Form):
     file = forms.FileField(help_text="A recipe file in format v1, JSON or YAML.")
+
+    def clean_file(self) -> Any:
+        upload = self.cleaned_data["file"]
+        if upload.size > settings.RECIPE_MAX_BYTES:
+            raise forms.ValidationError(
+                f"The file is {upload.size} bytes; the limit is {settings.RECIPE_MAX_BYTES}."
+            )
+        return upload
 
 
 class RecipeForm(forms.Form):
@@ -856,7 +864,7 @@ def _posted_initial(data: Any, prefix: str) -> dict[str, Any]:
         "prompt": get("prompt"),
         "field": get("field"),
         "extra": get("extra"),
-        "count": int(get("count")) if get("count").isdigit() else 0,
+        "count": whole_number(get("count")) or 0,
     }
 
 
@@ -949,7 +957,7 @@ class ConditionNode:
 
     def add_error(self, parts: list[str], message: str) -> None:
         """Show an error whose document path (below this condition) is `parts`."""
-        if len(parts) >= 2 and parts[0] == "conditions" and parts[1].isdigit():
+        if len(parts) >= 2 and parts[0] == "conditions" and whole_number(parts[1]) is not None:
             k = int(parts[1])
             if k < len(self.children):
                 self.children[k].add_error(parts[2:], message)
@@ -973,7 +981,7 @@ def bound_node(
     children: list[ConditionNode] = []
     if form.kind in LOGICAL_TYPES and depth < MAX_CONDITION_DEPTH:
         raw = str(data.get(f"{prefix}-count") or "0")
-        count = min(int(raw), 50) if raw.isdigit() else 0
+        count = min(whole_number(raw) or 0, 50)
         children = [bound_node(data, context, f"{prefix}.{k}", depth + 1) for k in range(count)]
     return ConditionNode(form=form, children=children, prefix=prefix, depth=depth)
 

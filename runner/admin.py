@@ -8,6 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
 from workflows.models import Recipe
+from workflows.validators import whole_number
 
 from .models import ActorStatistic, BranchEvaluation, HumanTask, Run, RunEvent, StepRun
 from .steps import actor_stat_rows
@@ -109,7 +110,9 @@ class ActorStatisticAdmin(ReadOnlyAdmin):
             raise PermissionDenied
         recipes = Recipe.objects.filter(runs__isnull=False).distinct().order_by("slug")
         recipe_id = request.GET.get("recipe")
-        filters = {"run__recipe_id": recipe_id} if recipe_id and recipe_id.isdigit() else {}
+        filters = (
+            {"run__recipe_id": whole_number(recipe_id)} if whole_number(recipe_id or "") else {}
+        )
         names = dict(recipes.values_list("pk", "slug"))
         rows = [
             {

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from workflows.selectors import recipe_get
+from workflows.validators import whole_number
 
 from . import human, selectors, services
 from .events import serialize_event
@@ -205,7 +206,7 @@ class RunEventsApi(APIView):
     def get(self, request: Request, run_id: int) -> Response:
         run = selectors.run_get(user=request.user, run_id=run_id)
         after = request.query_params.get("after", "0")
-        if not (after.isascii() and after.isdigit()):
+        if whole_number(after) is None:
             raise ValidationError({"after": "a whole number"})
         events = run.events.filter(seq__gt=int(after)).order_by("seq")[:1000]
         return Response([serialize_event(e) for e in events])

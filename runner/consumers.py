@@ -32,6 +32,8 @@ from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from workflows.validators import whole_number
+
 from . import events
 from .human import task_payload
 from .models import RunEvent
@@ -303,4 +305,4 @@ def _query_int(scope: dict[str, Any], name: str, *, default: int) -> int | None:
     values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get(name)
     if not values:
         return default
-    return int(values[-1]) if values[-1].isascii() and values[-1].isdigit() else None
+    return whole_number(values[-1])

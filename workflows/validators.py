@@ -13,6 +13,16 @@ from .recipe_format import json_value_errors, structure_errors
 
 HUMAN_PREFIX = "@human:"
 
+# Recipe slugs that name pages or API routes of their own.
+RESERVED_SLUGS = frozenset({"new", "import", "format-schema"})
+
+
+def whole_number(text: str) -> int | None:
+    """Return `text` as a whole number if it is one in ASCII digits (not "²", not 5000 digits)."""
+    if text.isascii() and text.isdigit() and len(text) <= 18:
+        return int(text)
+    return None
+
 
 @dataclass
 class CheckedDocument:
@@ -38,6 +48,8 @@ def check_document(doc: dict[str, Any]) -> CheckedDocument:
         # Not plain JSON (or absurdly deep): the other checks would trip over it.
         raise RecipeRejected(junk)
     errors = structure_errors(doc)
+    if doc.get("slug") in RESERVED_SLUGS:
+        errors.append(f"slug: '{doc['slug']}' is reserved; choose another")
     graph = None
     try:
         graph = engine.parse_recipe(doc)

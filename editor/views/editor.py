@@ -22,7 +22,7 @@ from workflows.adapters import document_from_recipe
 from workflows.models import Recipe
 from workflows.selectors import recipe_get
 from workflows.services import RecipeConflict
-from workflows.validators import RecipeRejected
+from workflows.validators import RecipeRejected, whole_number
 
 from ..forms import (
     BranchPanel,
@@ -73,9 +73,10 @@ def posted_document(request: HttpRequest, recipe: Recipe) -> dict[str, Any]:
 
 def _index(request: HttpRequest, name: str, limit: int) -> int:
     raw = request.POST.get(name, "")
-    if not raw.isdigit() or int(raw) >= limit:
+    index = whole_number(raw)
+    if index is None or index >= limit:
         raise BadDocument(f"{name}: no such item")
-    return int(raw)
+    return index
 
 
 def bad_request(exc: Exception) -> HttpResponse:
@@ -287,7 +288,7 @@ def draft_import(request: HttpRequest, slug: str) -> HttpResponse:
             recipe_draft_import(
                 recipe=recipe,
                 data=form.cleaned_data["file"].read(),
-                expected_revision=int(revision) if revision.isdigit() else None,
+                expected_revision=whole_number(revision),
             )
         except RecipeRejected as exc:
             errors = exc.errors

@@ -54,7 +54,7 @@ def task_card(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
 @require_POST
 def task_decide_view(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
     """Record the reviewer's decision; answer with the task's card in its new state."""
-    task = _task(task_id)
+    task = _reviewer_task(request, task_id)
     form = DecisionForm(request.POST)
     notice, status = "", 200
     if not form.is_valid():

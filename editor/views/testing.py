@@ -21,6 +21,7 @@ from runner.services import RunNotStartable, run_start
 from workflows import engine
 from workflows.adapters import document_from_recipe
 from workflows.models import Recipe
+from workflows.validators import whole_number
 
 from ..forms import RecipeTestForm, split_answers
 from ..models import RecipeTest
@@ -146,9 +147,10 @@ def testrun_panel(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _run_of(request: HttpRequest, recipe: Recipe, raw: str) -> Any:
-    if not raw.isdigit():
+    run_id = whole_number(raw)
+    if run_id is None:
         raise Http404("No such run.")
-    run = run_get(user=request.user, run_id=int(raw))
+    run = run_get(user=request.user, run_id=run_id)
     if run.recipe_id != recipe.pk:
         raise Http404("No such run.")
     return run
@@ -224,7 +226,7 @@ def recipe_tests_page(request: HttpRequest, slug: str) -> HttpResponse:
             script=form.cleaned_data["script"],
             expected_path=form.cleaned_data["expected_path"],
             expected_status=form.cleaned_data["expected_status"],
-            run_id=int(run_id) if run_id.isdigit() else None,
+            run_id=whole_number(run_id),
         )
     response = render(
         request,

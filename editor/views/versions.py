@@ -17,7 +17,7 @@ from django_htmx.http import HttpResponseClientRefresh
 from workflows.adapters import document_from_recipe
 from workflows.models import Recipe
 from workflows.services import RecipeConflict, recipe_publish
-from workflows.validators import RecipeRejected
+from workflows.validators import RecipeRejected, whole_number
 
 from ..diff import documents_diff
 from ..forms import PublishForm
@@ -62,8 +62,8 @@ def recipe_versions(request: HttpRequest, slug: str) -> HttpResponse:
 def _document(recipe: Recipe, which: str) -> tuple[str, dict[str, Any]] | None:
     if which == "draft":
         return "the draft", document_from_recipe(recipe)
-    if which.isdigit():
-        version = recipe.versions.filter(number=int(which)).first()
+    if (number := whole_number(which)) is not None:
+        version = recipe.versions.filter(number=number).first()
         if version is not None:
             return f"v{version.number}", version.document
     return None
@@ -96,7 +96,7 @@ def version_restore(request: HttpRequest, slug: str, number: int) -> HttpRespons
         recipe_version_restore(
             recipe=recipe,
             version=version,
-            expected_revision=int(revision) if revision.isdigit() else None,
+            expected_revision=whole_number(revision),
         )
     except RecipeRejected as exc:
         errors = exc.errors

@@ -275,7 +275,7 @@ def _split_entry(entry: str, text: str) -> tuple[str, int | None]:
 def _entry_port(entry: str, port: str | None) -> int | None:
     if port is None:
         return None
-    if not port.isdigit() or not 0 < int(port) < 65536:
+    if not (port.isascii() and port.isdigit() and len(port) <= 5 and 0 < int(port) < 65536):
         raise ProviderConfigError(f"allowlist entry {entry!r} has an invalid port")
     return int(port)
 

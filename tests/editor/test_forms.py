@@ -424,3 +424,17 @@ def test_scripted_answers_are_separated_by_dashes() -> None:
 def test_a_recipe_without_steps_opens_its_settings(story: Any) -> None:
     doc = copy.deepcopy(story_document(steps=[]))
     assert RecipeSettings(doc).form.initial["name"] == "Story with review"
+
+
+def test_the_import_form_refuses_a_file_over_the_size_limit_before_reading_it(
+    settings: Any,
+) -> None:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from editor.forms import ImportForm
+
+    settings.RECIPE_MAX_BYTES = 10
+    form = ImportForm(files={"file": SimpleUploadedFile("r.json", b"{" + b" " * 20 + b"}")})
+
+    assert not form.is_valid()
+    assert form.errors["file"] == ["The file is 22 bytes; the limit is 10."]

@@ -422,3 +422,22 @@ def test_the_recipe_list_costs_the_same_queries_for_one_recipe_or_many(
         listed = api.get("/api/recipes/").json()
 
     assert [r["latest_version"] for r in listed] == [1] * 6
+
+
+@pytest.mark.parametrize("slug", ["new", "import", "format-schema"])
+def test_it_refuses_a_slug_that_names_a_page_or_route(api: Any, actors: Any, slug: str) -> None:
+    answer = api.post("/api/recipes", recipe_document(slug=slug), format="json")
+
+    assert answer.status_code == 400
+    assert f"slug: '{slug}' is reserved; choose another" in answer.json()["errors"]
+    assert not Recipe.objects.filter(slug=slug).exists()
+
+
+@pytest.mark.parametrize("version", ["²", "9" * 5000, "-1", "x"])
+def test_exporting_a_version_that_is_no_whole_number_is_a_clear_error(
+    api: Any, recipe: Recipe, version: str
+) -> None:
+    answer = api.get(f"/api/recipes/{recipe.slug}/export", {"version": version})
+
+    assert answer.status_code == 400
+    assert answer.json()["errors"][0].startswith("version: no version")

@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 from .. import selectors, services
 from ..adapters import document_from_recipe
 from ..models import Recipe
-from ..validators import RecipeRejected
+from ..validators import RecipeRejected, whole_number
 from .parsers import JSONParser
 from .serializers import (
     ActorSerializer,
@@ -179,7 +179,8 @@ class RecipeExportApi(APIView):
         if number is None:
             document = document_from_recipe(recipe)
         else:
-            version = recipe.versions.filter(number=number).first() if number.isdigit() else None
+            wanted = whole_number(number)
+            version = recipe.versions.filter(number=wanted).first() if wanted is not None else None
             if version is None:
                 raise ValidationError({"version": f"no version {number} of '{slug}'"})
             document = version.document

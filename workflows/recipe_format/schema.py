@@ -6,7 +6,7 @@ targets, regexes, templates, decision trees) is checked by `workflows.engine.par
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -70,7 +70,7 @@ class Step(_Strict):
     key: str = Field(min_length=1, max_length=100)
     name: str = Field(min_length=1, max_length=200)
     kind: Literal["llm", "human", "decision_tree", "classify"] = "llm"
-    actor: str | None = None
+    actor: str | None = Field(None, max_length=100)
     prompt: str = ""
     timeout_s: int | None = Field(None, ge=1, le=MAX_INT)
     validation: Validation | None = None
@@ -95,7 +95,9 @@ class RecipeDocument(_Strict):
     name: str = Field(min_length=1, max_length=200)
     description: str = ""
     inputs: dict[str, InputSpec] = Field(default_factory=dict)
-    actors: dict[str, str] = Field(default_factory=dict)
+    actors: dict[Annotated[str, Field(max_length=100)], Annotated[str, Field(max_length=200)]] = (
+        Field(default_factory=dict)
+    )
     steps: list[Step] = Field(min_length=1)
 
 
