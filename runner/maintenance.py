@@ -46,12 +46,16 @@ def reap(*, now: object = None) -> int:
 def recover_on_start() -> int:
     """Hand every runnable run to a worker again; for the embedded worker's start.
 
-    With the embedded default there is one process, so a lease found at start belongs to a
-    process that is gone: release it rather than wait for it to expire.
+    Live leases are left alone: `run_recipe` may start its own embedded worker beside a running
+    server on the same SQLite file, and must not take steps that server is running. A lease of
+    a process that is gone expires and the reaper hands its run back.
     """
-    runs = Run.objects.filter(status__in=RUNNABLE).exclude(next={})
-    runs.update(lease_token="", lease_expires_at=None)
-    ids = list(runs.values_list("pk", flat=True))
+    ids = list(
+        Run.objects.filter(status__in=RUNNABLE)
+        .exclude(next={})
+        .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=timezone.now()))
+        .values_list("pk", flat=True)
+    )
     for run_id in ids:
         enqueue(run_id)
     if ids:

@@ -40,7 +40,6 @@ class Run(models.Model):
     )
     enqueued_at = models.DateTimeField(null=True, blank=True)
     event_seq = models.PositiveIntegerField(default=0)
-    cancel_requested = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -170,7 +169,7 @@ class ActorStatistic(StepRun):
     """How each actor has fared per step: aggregated from StepRuns, shown in the admin.
 
     A proxy with no table of its own (nothing is written per step): see
-    `runner.execution.actor_stat_rows`, the same figures the retry with another actor uses.
+    `runner.steps.actor_stat_rows`, the same figures the retry with another actor uses.
     """
 
     class Meta:

@@ -253,9 +253,9 @@ def test_it_refuses_a_number_input_that_is_not_finite(value: float) -> None:
 
 @pytest.mark.parametrize("after", ["x", "-1", "²", "1.5"])
 def test_the_events_api_refuses_an_after_that_is_not_a_whole_number(
-    story_recipe: Recipe, owner: Any, after: str
+    worker: Any, story_recipe: Recipe, owner: Any, after: str
 ) -> None:
-    run = start(story_recipe, owner)
+    run = wait_for(start(story_recipe, owner), RunStatus.SUCCEEDED)
     api = APIClient()
     api.force_authenticate(owner)
 
