@@ -1,4 +1,4 @@
-"""Commit a step's result on PostgreSQL in one SQL statement.
+"""Commit a step's result on PostgreSQL in one prepared SQL statement.
 
 Through the ORM a step's commit is four statements inside its transaction: the fenced UPDATE of
 the run, the StepRun INSERT, the branch evaluations' INSERT and the events' INSERT. Each is a
@@ -11,18 +11,24 @@ The UPDATE adds the new events to the run's `event_seq` instead of matching it, 
 another writer added since the claim are numbered after, as the ORM path's retry does; the
 statement returns the count the new events are numbered from.
 
-Columns come from the models' `_meta`, and values go through the fields' own `pre_save` and
-`get_db_prep_save`, so a field added to StepRun, BranchEvaluation or RunEvent is written here as
-the ORM would write it. SQLite (the embedded default) and human steps take the ORM path.
+The statement's text is built once per process for each set of run fields it changes, and it is
+sent with server-side parameters as a prepared statement: PostgreSQL plans it once per
+connection, and no parameter is quoted into SQL text on our side. Columns come from the models'
+`_meta`, and values go through the fields' own `pre_save` and `get_db_prep_save`, so a field
+added to StepRun, BranchEvaluation or RunEvent is written here as the ORM would write it. SQLite
+(the embedded default) and human steps take the ORM path.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from datetime import datetime
+from functools import cache
 from typing import Any
 
+import psycopg
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, models
 
@@ -40,33 +46,85 @@ class _Encoder(DjangoJSONEncoder):
         return super().default(o)
 
 
-def _insert_values(obj: models.Model) -> dict[str, tuple[str, Any]]:
-    """By column, the type and value an INSERT of `obj` writes (not its auto primary key)."""
-    return {
-        field.column: (
-            field.cast_db_type(connection),
-            field.get_db_prep_save(field.pre_save(obj, True), connection),
-        )
-        for field in obj._meta.concrete_fields
-        if not field.primary_key
-    }
+class _PreparedCursor(psycopg.Cursor[Any]):
+    """A server-side binding cursor whose statements are prepared on first use.
+
+    Django's own cursors bind on the client and prepare nothing (for connection poolers); this
+    one is used for the commit statement only.
+    """
+
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        return super().execute(query, params, prepare=True)
 
 
-def _recordset(
-    model: type[models.Model], objs: Sequence[models.Model], exclude: frozenset[str]
-) -> tuple[list[str], str, str]:
-    """Columns, `e(column type, ...)` definition and JSON of `objs` for jsonb_to_recordset."""
-    fields = [f for f in model._meta.concrete_fields if not f.primary_key and f.name not in exclude]
-    columns = [f.column for f in fields]
-    definition = ", ".join(
-        [f"{ORDER} integer"]
-        + [f"{connection.ops.quote_name(f.column)} {f.cast_db_type(connection)}" for f in fields]
+@cache
+def _inserted_fields(
+    model: type[models.Model], exclude: frozenset[str] = frozenset()
+) -> tuple[models.Field[Any, Any], ...]:
+    return tuple(
+        f for f in model._meta.concrete_fields if not f.primary_key and f.name not in exclude
     )
+
+
+@cache
+def _statement(changed: tuple[str, ...]) -> str:
+    """The commit's SQL for an UPDATE of the run that sets the `changed` fields."""
+    quote = connection.ops.quote_name
+
+    def col(model: type[models.Model], name: str) -> str:
+        return quote(model._meta.get_field(name).column)
+
+    sets = [f"{col(Run, name)} = %s" for name in changed]
+    sets.append(f"{col(Run, 'event_seq')} = {col(Run, 'event_seq')} + %s")
+    step_fields = _inserted_fields(StepRun)
+    step_columns = ", ".join(quote(f.column) for f in step_fields)
+    step_values = ", ".join(f"%s::{f.cast_db_type(connection)}" for f in step_fields)
+    eval_columns, eval_definition = _recordset_columns(BranchEvaluation, EVALUATION_EXCLUDED)
+    event_columns, event_definition = _recordset_columns(RunEvent, EVENT_EXCLUDED)
+    return (
+        f"WITH fence AS ("
+        f"UPDATE {quote(Run._meta.db_table)} SET {', '.join(sets)} "
+        f"WHERE {col(Run, 'id')} = %s AND {col(Run, 'lease_token')} = %s "
+        f"AND {col(Run, 'next_seq')} = %s AND {col(Run, 'status')} = ANY(%s) "
+        f"RETURNING {col(Run, 'id')} AS id, {col(Run, 'event_seq')} - %s AS base), "
+        f"step AS (INSERT INTO {quote(StepRun._meta.db_table)} ({step_columns}) "
+        f"SELECT {step_values} FROM fence RETURNING id), "
+        f"evals AS (INSERT INTO {quote(BranchEvaluation._meta.db_table)} "
+        f"({col(BranchEvaluation, 'step_run')}, {', '.join(eval_columns)}) "
+        f"SELECT step.id, {', '.join('e.' + c for c in eval_columns)} "
+        f"FROM step, jsonb_to_recordset(%s::jsonb) AS e({eval_definition})), "
+        f"evts AS (INSERT INTO {quote(RunEvent._meta.db_table)} "
+        f"({col(RunEvent, 'run')}, {col(RunEvent, 'seq')}, {', '.join(event_columns)}) "
+        f"SELECT fence.id, fence.base + e.{ORDER}, {', '.join('e.' + c for c in event_columns)} "
+        f"FROM fence, jsonb_to_recordset(%s::jsonb) AS e({event_definition})) "
+        f"SELECT base FROM fence"
+    )
+
+
+EVALUATION_EXCLUDED = frozenset({"step_run"})
+EVENT_EXCLUDED = frozenset({"run", "seq"})
+
+
+def _recordset_columns(model: type[models.Model], exclude: frozenset[str]) -> tuple[list[str], str]:
+    """Quoted columns and the `e(column type, ...)` definition of a jsonb_to_recordset."""
+    quote = connection.ops.quote_name
+    fields = _inserted_fields(model, exclude)
+    definition = ", ".join(
+        [f"{ORDER} integer"] + [f"{quote(f.column)} {f.cast_db_type(connection)}" for f in fields]
+    )
+    return [quote(f.column) for f in fields], definition
+
+
+def _recordset_json(
+    model: type[models.Model], objs: Sequence[models.Model], exclude: frozenset[str]
+) -> str:
+    """`objs` as the JSON array their jsonb_to_recordset reads (columns as in `_statement`)."""
+    fields = _inserted_fields(model, exclude)
     rows = [
         {ORDER: i, **{f.column: f.pre_save(obj, True) for f in fields}}
         for i, obj in enumerate(objs, start=1)
     ]
-    return columns, definition, json.dumps(rows, cls=_Encoder)
+    return json.dumps(rows, cls=_Encoder)
 
 
 def commit_step(
@@ -86,71 +144,40 @@ def commit_step(
     None if the fence refused the commit (nothing was written). A unique violation (the step was
     committed already) raises IntegrityError as the ORM would.
     """
-    quote = connection.ops.quote_name
     run_meta = Run._meta
-    sets, set_params = [], []
-    for name, value in changes.items():
-        field = run_meta.get_field(name)
-        sets.append(f"{quote(field.column)} = %s")
-        set_params.append(field.get_db_prep_save(value, connection))
-    run_key, lease_token, next_seq, status, event_seq = (
-        quote(run_meta.get_field(name).column)
-        for name in ("id", "lease_token", "next_seq", "status", "event_seq")
-    )
     n_events = len(run_events)
-    sets.append(f"{event_seq} = {event_seq} + %s")
-    set_params.append(n_events)
-
-    step_values = _insert_values(step_run)
-    step_columns = ", ".join(quote(c) for c in step_values)
-    step_placeholders = ", ".join(f"%s::{db_type}" for db_type, _ in step_values.values())
-
-    eval_columns, eval_def, eval_json = _recordset(
-        BranchEvaluation, evaluations, frozenset({"step_run"})
-    )
-    event_columns, event_def, event_json = _recordset(
-        RunEvent, run_events, frozenset({"run", "seq"})
-    )
-
-    eval_step_run = quote(BranchEvaluation._meta.get_field("step_run").column)
-    event_run = quote(RunEvent._meta.get_field("run").column)
-    event_seq_column = quote(RunEvent._meta.get_field("seq").column)
-    sql = (
-        f"WITH fence AS ("
-        f"UPDATE {quote(run_meta.db_table)} SET {', '.join(sets)} "
-        f"WHERE {run_key} = %s AND {lease_token} = %s AND {next_seq} = %s "
-        f"AND {status} = ANY(%s) "
-        f"RETURNING {run_key} AS id, {event_seq} - %s AS base), "
-        f"step AS (INSERT INTO {quote(StepRun._meta.db_table)} ({step_columns}) "
-        f"SELECT {step_placeholders} FROM fence RETURNING id), "
-        f"evals AS (INSERT INTO {quote(BranchEvaluation._meta.db_table)} "
-        f"({eval_step_run}, {', '.join(quote(c) for c in eval_columns)}) "
-        f"SELECT step.id, {', '.join('e.' + quote(c) for c in eval_columns)} "
-        f"FROM step, jsonb_to_recordset(%s::jsonb) AS e({eval_def})), "
-        f"evts AS (INSERT INTO {quote(RunEvent._meta.db_table)} "
-        f"({event_run}, {event_seq_column}, {', '.join(quote(c) for c in event_columns)}) "
-        f"SELECT fence.id, fence.base + e.{ORDER}, "
-        f"{', '.join('e.' + quote(c) for c in event_columns)} "
-        f"FROM fence, jsonb_to_recordset(%s::jsonb) AS e({event_def})) "
-        f"SELECT base FROM fence"
-    )
     params = [
-        *set_params,
+        *(
+            run_meta.get_field(name).get_db_prep_save(value, connection)
+            for name, value in changes.items()
+        ),
+        n_events,
         run_id,
         token,
         seq,
         list(statuses),
         n_events,
-        *(value for _, value in step_values.values()),
-        eval_json,
-        event_json,
+        *(
+            f.get_db_prep_save(f.pre_save(step_run, True), connection)
+            for f in _inserted_fields(StepRun)
+        ),
+        _recordset_json(BranchEvaluation, evaluations, EVALUATION_EXCLUDED),
+        _recordset_json(RunEvent, run_events, EVENT_EXCLUDED),
     ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+    statement = _statement(tuple(changes))
+    connection.ensure_connection()
+    # Django's cursor wrapper, for its error translation and execute_wrapper hooks. Its debug
+    # wrapper cannot read a prepared statement's text back, so the query log entry is made here.
+    with connection.make_cursor(_PreparedCursor(connection.connection)) as cursor:
+        started = time.monotonic()
+        cursor.execute(statement, params)
         row = cursor.fetchone()
+    if connection.queries_logged:
+        duration = time.monotonic() - started
+        connection.queries_log.append({"sql": statement, "time": f"{duration:.3f}"})
     if row is None:
         return None
-    base = row[0]
+    base: int = row[0]
     for number, event in enumerate(run_events, start=base + 1):
         event.seq = number
     return base

@@ -14,10 +14,13 @@ from .status import Outcome, RunStatus, StepStatus, TaskStatus
 class Run(models.Model):
     """One execution of a pinned recipe version with its inputs."""
 
-    recipe = models.ForeignKey(Recipe, on_delete=models.PROTECT, related_name="runs")
+    # The indexes below lead with these two: no single-column index of their own.
+    recipe = models.ForeignKey(
+        Recipe, on_delete=models.PROTECT, related_name="runs", db_index=False
+    )
     version = models.ForeignKey(RecipeVersion, on_delete=models.PROTECT, related_name="runs")
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="runs"
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="runs", db_index=False
     )
     inputs = models.JSONField(default=dict)
     # Dry runs: actor alias -> scripted answers (DESIGN.md §4).
@@ -46,8 +49,10 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        # No index holds a column that every step changes (lease, state, counters), so that a
+        # step's UPDATE of the run can stay on its page without touching any index (HOT).
         indexes = [
-            models.Index(fields=["status", "lease_expires_at"]),
+            models.Index(fields=["status"]),
             models.Index(fields=["recipe", "status"]),
             models.Index(fields=["created_by", "-created_at"]),
         ]
@@ -59,7 +64,8 @@ class Run(models.Model):
 class StepRun(models.Model):
     """One attempt of one step in a run, committed once with its evaluations and events."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
+    # Indexed by the unique (run, seq, attempt) below.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps", db_index=False)
     seq = models.PositiveIntegerField(help_text="sequence number in the run, from 1")
     attempt = models.PositiveIntegerField(default=1, help_text="execution of this step, from 1")
     step_key = models.CharField(max_length=100)
@@ -149,7 +155,8 @@ class HumanTask(models.Model):
 class RunEvent(models.Model):
     """The run's ordered event log: the outbox the websockets deliver and replay from."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    # Indexed by the unique (run, seq) below.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)
     seq = models.PositiveIntegerField()
     type = models.CharField(max_length=40)
     data = models.JSONField(default=dict)

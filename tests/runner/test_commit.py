@@ -166,3 +166,40 @@ def test_the_pushed_events_are_the_stored_ones(
     step_run = StepRun.objects.get(run=run)
     assert step_run.evaluations.count() == len(decision.evaluations)
     assert step_run.details == outcome.details and step_run.started_at == outcome.started_at
+
+
+def prepared_commits() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE 'WITH fence%%'"
+        )
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's one-statement commit")
+@pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "pooler-safe"])
+def test_the_one_statement_commit_is_prepared_unless_turned_off(
+    user: Any, two_steps: Recipe, prepared: bool
+) -> None:
+    connection.ensure_connection()
+    threshold = connection.connection.prepare_threshold
+    before = prepared_commits()
+    if not prepared:  # DATABASE_PREPARED_STATEMENTS=false
+        connection.connection.prepare_threshold = None
+    try:
+        run = started(user, two_steps)
+        claim = claim_next_step(run.pk)
+        assert claim is not None
+        following = commit(claim, *execute(claim), go_on=True)
+        assert following is not None
+        assert commit(following, *execute(following)) is None
+    finally:
+        connection.connection.prepare_threshold = threshold
+
+    run.refresh_from_db()
+    assert run.status == RunStatus.SUCCEEDED
+    assert run.steps.count() == 2
+    if prepared:
+        assert prepared_commits() > before
+    else:
+        assert prepared_commits() == before
