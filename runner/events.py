@@ -14,7 +14,11 @@ from collections.abc import Iterable
 from concurrent.futures import Future
 from typing import Any
 
+import redis
+import redis.sentinel
 from channels.layers import InMemoryChannelLayer, get_channel_layer
+from channels_redis.pubsub import RedisPubSubChannelLayer
+from channels_redis.utils import _consistent_hash, decode_hosts
 from django.conf import settings
 from django.db import transaction
 
@@ -115,17 +119,21 @@ def push_token(run_id: int, seq: int, text: str) -> None:
 
 
 class Publisher:
-    """Send to the channel layer from sync code through one long-lived event loop.
+    """Send to the channel layer from sync code, without starting an event loop per message.
 
-    Starting an event loop per message (`async_to_sync`) costs milliseconds; instead messages
-    go to a loop that keeps running. The in-memory layer only works from the loop of the server
-    that holds the websockets, so the consumers hand that loop over with `use_loop`; before any
-    consumer has connected nobody can be listening, and the durable RunEvent log covers replay.
+    With channels_redis's pub/sub layer (REDIS_URL), a message is PUBLISHed with redis-py's
+    blocking client: a round trip to Redis, from whichever thread records the event.
+
+    The in-memory layer (the embedded default) only works from the loop of the server that
+    holds the websockets, so the consumers hand that loop over with `use_loop` and messages go
+    through it; before any consumer has connected nobody can be listening, and the durable
+    RunEvent log covers replay. Any other layer gets a long-lived loop of its own.
     """
 
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
+        self._redis: RedisGroupPublisher | None = None
 
     def use_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -146,12 +154,60 @@ class Publisher:
 
     def send(self, group: str, message: dict[str, Any]) -> Future[None] | None:
         layer = get_channel_layer()
+        if layer is None:
+            return None
+        if isinstance(layer, RedisPubSubChannelLayer):
+            if self._redis is None or self._redis.layer is not layer:
+                config = settings.CHANNEL_LAYERS["default"].get("CONFIG", {})
+                self._redis = RedisGroupPublisher(layer, config)
+            self._redis.group_send(group, message)
+            return None
         loop = self._get_loop()
-        if layer is None or loop is None:
+        if loop is None:
             return None
         future = asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop)
         future.add_done_callback(_log_failure)
         return future
+
+
+class RedisGroupPublisher:
+    """`group_send` of channels_redis's pub/sub layer, done with redis-py's blocking client.
+
+    The layer's own `group_send` is a coroutine; from a worker it would need an event loop in
+    another thread, and handing each message over costs about a millisecond of thread switches
+    per step. What it does is small: serialize the message with the layer's serializer and
+    PUBLISH it to `{prefix}__group__{group}` on the group's shard (channels_redis.pubsub).
+    tests/runner/test_consumers.py checks that the layer's consumers receive it.
+    """
+
+    def __init__(self, layer: RedisPubSubChannelLayer, config: dict[str, Any]) -> None:
+        self.layer = layer
+        self.prefix = config.get("prefix", "asgi")
+        self.shards = [_redis_client(host) for host in decode_hosts(config.get("hosts"))]
+
+    def group_send(self, group: str, message: dict[str, Any]) -> None:
+        channel = f"{self.prefix}__group__{group}"
+        shard = self.shards[_consistent_hash(channel, len(self.shards))]
+        try:
+            shard.publish(channel, self.layer.serialize(message))
+        except redis.RedisError as exc:
+            log.warning("could not push an event: %s", exc)
+
+
+def _redis_client(host: dict[str, Any]) -> redis.Redis:
+    host = dict(host)
+    options = {"socket_timeout": PUBLISH_TIMEOUT_S, "socket_connect_timeout": PUBLISH_TIMEOUT_S}
+    if "address" in host:
+        return redis.Redis.from_url(host.pop("address"), **{**options, **host})
+    if "master_name" in host:
+        sentinel = redis.sentinel.Sentinel(
+            host.pop("sentinels"), sentinel_kwargs=host.pop("sentinel_kwargs", None)
+        )
+        return sentinel.master_for(host.pop("master_name"), **{**options, **host})
+    return redis.Redis(**{**options, **host})
+
+
+PUBLISH_TIMEOUT_S = 2  # a stalled Redis must not hold a worker: the event log covers replay
 
 
 def _log_failure(future: Future[None]) -> None:
