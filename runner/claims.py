@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -24,9 +23,7 @@ def lease_seconds() -> int:
 
 
 @lru_cache(maxsize=128)
-def version_graph(
-    version_id: int, created_at: datetime
-) -> tuple[engine.RecipeGraph, dict[str, Any]]:
+def version_graph(version_id: int, created_at: object) -> tuple[engine.RecipeGraph, dict[str, Any]]:
     """Load and parse a published version once per process (versions never change).
 
     Keyed by creation time too: a test database may give a rolled-back version's id to another.

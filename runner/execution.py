@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from contextlib import nullcontext, suppress
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -19,6 +20,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from workflows import engine
+from workflows.models import RecipeVersion
 
 from . import actors, events, fast_commit
 from .claims import SCRIPTED_TIMEOUT, Claim, StepOutcome, lease_seconds, version_graph
@@ -67,63 +69,63 @@ def _send_on_commit(run_id: int) -> None:
 
 
 def claim_next_step(run_id: int) -> Claim | None:
-    """Take the lease on the run's next step, or return None if there is nothing to take."""
+    """Take the lease on the run's next step, or return None if there is nothing to take.
+
+    The run is read without a lock; the claim's write is fenced by what was read (the lease
+    token, the next step's seq, a runnable status), so that of two workers claiming the same
+    step only one takes it. A lease is taken only once it has expired.
+    """
     now = timezone.now()
-    with transaction.atomic():
-        run = (
-            Run.objects.select_related("version")
-            .defer("version__document")  # parsed once per process: see version_graph
-            .select_for_update(of=("self",))
-            .filter(pk=run_id)
-            .first()
+    run = _run_to_claim(run_id)
+    if run is None or run.status not in RUNNABLE or not run.next.get("step"):
+        return None
+    if run.lease_token and run.lease_expires_at and run.lease_expires_at > now:
+        return None  # another worker holds it
+    read = (run.lease_token, run.next_seq, run.event_seq)
+    pending: list[tuple[str, dict[str, Any]]] = []
+    if run.claims >= settings.RUN_MAX_STEP_CLAIMS:
+        _finish(
+            run,
+            RunStatus.FAILED,
+            Outcome.FAILED,
+            f"step '{run.next['step']}' was lost {run.claims} times: the workers running it "
+            "stopped before finishing",
         )
-        if run is None or run.status not in RUNNABLE or not run.next.get("step"):
-            return None
-        if run.lease_token and run.lease_expires_at and run.lease_expires_at > now:
-            return None  # another worker holds it
-        if run.claims >= settings.RUN_MAX_STEP_CLAIMS:
-            _finish(
-                run,
-                RunStatus.FAILED,
-                Outcome.FAILED,
-                f"step '{run.next['step']}' was lost {run.claims} times: the workers running it "
-                "stopped before finishing",
-            )
-            events.record(run, [("run.finished", _finished_data(run))])
-            run.save(
-                update_fields=[
-                    "status",
-                    "outcome",
-                    "error",
-                    "next",
-                    "finished_at",
-                    "lease_token",
-                    "lease_expires_at",
-                    "event_seq",
-                ]
-            )
-            return None
-        graph, document = version_graph(run.version_id, run.version.created_at)
-        pending: list[tuple[str, dict[str, Any]]] = []
-        if run.status == RunStatus.QUEUED:
-            check_transition(run.status, RunStatus.RUNNING)
-            run.status = RunStatus.RUNNING
-            run.started_at = now
-            pending.append(("run.started", {"status": run.status}))
-        claim = _take_lease(run, graph, document, now, pending)
-        events.record(run, pending)
-        claim.event_seq = run.event_seq
-        run.save(
-            update_fields=[
-                "status",
-                "started_at",
-                "lease_token",
-                "lease_expires_at",
-                "claims",
-                "event_seq",
-            ]
-        )
+        pending.append(("run.finished", _finished_data(run)))
+        finished = ("status", "outcome", "error", "next", "finished_at", "lease_token")
+        changes = {name: getattr(run, name) for name in (*finished, "lease_expires_at")}
+        with suppress(_Fenced):
+            _write(run.pk, run.created_by_id, *read, changes, pending)
+        return None
+    graph, document = version_graph(run.version_id, run.version_created_at)
+    changes: dict[str, Any] = {}
+    if run.status == RunStatus.QUEUED:
+        check_transition(run.status, RunStatus.RUNNING)
+        run.status = changes["status"] = RunStatus.RUNNING
+        run.started_at = changes["started_at"] = now
+        pending.append(("run.started", {"status": run.status}))
+    claim = _take_lease(run, graph, document, now, pending)
+    changes.update(
+        lease_token=run.lease_token, lease_expires_at=run.lease_expires_at, claims=run.claims
+    )
+    try:
+        claim.event_seq = _write(run.pk, run.created_by_id, *read, changes, pending)
+    except _Fenced:
+        return None  # another worker claimed it first
     return claim
+
+
+def _run_to_claim(run_id: int) -> Run | None:
+    """The run, with its version's creation time (a key of the parsed-version cache, as the
+    database returns it: SQLite gives text)."""
+    quote = connection.ops.quote_name
+    run_table, version_table = Run._meta.db_table, RecipeVersion._meta.db_table
+    sql = (
+        f"SELECT r.*, v.{quote('created_at')} AS version_created_at "
+        f"FROM {quote(run_table)} r JOIN {quote(version_table)} v ON v.id = r.{quote('version_id')} "
+        "WHERE r.id = %s"
+    )
+    return next(iter(Run.objects.raw(sql, [run_id])), None)
 
 
 def _take_lease(
@@ -206,11 +208,11 @@ def commit(
     The first statement is the fenced UPDATE of the run, which also locks its row until commit.
     """
     try:
-        with transaction.atomic():
-            if outcome.status == StepStatus.WAITING_HUMAN:
+        if outcome.status == StepStatus.WAITING_HUMAN:
+            with transaction.atomic():
                 return _commit_task_created(claim, outcome, go_on)
-            assert decision is not None
-            return _commit_step_result(claim, outcome, decision, go_on)
+        assert decision is not None
+        return _commit_step_result(claim, outcome, decision, go_on)
     except _Fenced:
         log.info(
             "run %s: step %s result discarded (lease lost or run stopped)",
@@ -240,17 +242,17 @@ def _working_run(claim: Claim) -> Run:
     )
 
 
-def _fence(claim: Claim, changes: dict[str, Any], new_events: int) -> int:
-    """Apply `changes` to the run if this worker still holds the claimed step; else raise.
+def _fence(
+    run_id: int, token: str, seq: int, event_seq: int, changes: dict[str, Any], new_events: int
+) -> int:
+    """Apply `changes` to the run if it is still at (`token`, `seq`) and runnable; else raise.
 
-    Returns the run's event_seq before this commit: the caller numbers its `new_events` events
-    from the next one. Another writer may have added events since the claim (none does to a
-    leased run today); then the UPDATE is retried with the run's current event_seq.
+    Returns the run's event_seq before this write: the caller numbers its `new_events` events
+    from the next one. Another writer may have added events since the run was read (none does
+    to a leased run today); then the UPDATE is retried with the run's current event_seq.
     """
-    fenced = Run.objects.filter(
-        pk=claim.run_id, lease_token=claim.token, next_seq=claim.seq, status__in=RUNNABLE
-    )
-    base = claim.event_seq
+    fenced = Run.objects.filter(pk=run_id, lease_token=token, next_seq=seq, status__in=RUNNABLE)
+    base = event_seq
     while not fenced.filter(event_seq=base).update(event_seq=base + new_events, **changes):
         current = fenced.values_list("event_seq", flat=True).first()
         if current is None:
@@ -259,12 +261,60 @@ def _fence(claim: Claim, changes: dict[str, Any], new_events: int) -> int:
     return base
 
 
+def _write(
+    run_id: int,
+    owner_id: int,
+    token: str,
+    seq: int,
+    event_seq: int,
+    changes: dict[str, Any],
+    pending: list[tuple[str, dict[str, Any]]],
+    step: tuple[StepRun, list[BranchEvaluation]] | None = None,
+) -> int:
+    """Change the run, add its events and a step's rows, if the run is still at (`token`,
+    `seq`) and runnable; else write nothing and raise `_Fenced`. Events are pushed on commit.
+
+    Returns the run's event_seq after the write. On PostgreSQL it is one statement, its own
+    transaction (fast_commit); elsewhere the fenced UPDATE first, then the rows.
+    """
+    if connection.vendor == "postgresql":
+        rows = [RunEvent(run_id=run_id, type=type_, data=data) for type_, data in pending]
+        # A savepoint inside a caller's transaction, so that a refused statement leaves it usable.
+        with transaction.atomic() if connection.in_atomic_block else nullcontext():
+            base = fast_commit.commit_step(
+                run_id=run_id,
+                token=token,
+                seq=seq,
+                statuses=sorted(RUNNABLE),
+                changes=changes,
+                run_events=rows,
+                step_run=step[0] if step else None,
+                evaluations=step[1] if step else (),
+            )
+        if base is None:
+            raise _Fenced
+        events.push_on_commit(run_id, owner_id, rows)
+        return base + len(rows)
+    with transaction.atomic():
+        base = _fence(run_id, token, seq, event_seq, changes, len(pending))
+        if step:
+            step_run, evaluations = step
+            step_run.save(force_insert=True)
+            for evaluation in evaluations:
+                evaluation.step_run = step_run
+            BranchEvaluation.objects.bulk_create(evaluations)
+        events.append(run_id, owner_id, base, pending)
+    return base + len(pending)
+
+
 def _release_or_go_on(
     run: Run, claim: Claim, pending: list[tuple[str, dict[str, Any]]], go_on: bool
 ) -> tuple[Claim | None, dict[str, Any]]:
     """Release the lease, and claim the run's next step or hand the run back to the queue.
 
-    Returns the next claim, if any, and the run's fields this commit changes.
+    Returns the next claim, if any, and the run's fields this commit changes. A run handed
+    back to the queue has `enqueued_at` among them: the caller sends its message once the
+    commit is done.
     """
     now = timezone.now()
     run.lease_token, run.lease_expires_at, run.claims = "", None, 0
@@ -275,7 +325,6 @@ def _release_or_go_on(
             next_claim = _take_lease(run, claim.graph, claim.document, now, pending, claim)
         else:
             run.enqueued_at = changes["enqueued_at"] = now
-            _send_on_commit(run.pk)
     changes.update(
         lease_token=run.lease_token,
         lease_expires_at=run.lease_expires_at,
@@ -336,7 +385,8 @@ def _commit_task_created(claim: Claim, outcome: StepOutcome, go_on: bool) -> Cla
     """Store a human step's task (rare next to model steps: two UPDATEs of the run are fine)."""
     from .human import task_payload
 
-    base = _fence(claim, {"claims": 0}, 0)  # first: refuse a stale worker, lock the row
+    # First: refuse a stale worker, lock the row.
+    base = _fence(claim.run_id, claim.token, claim.seq, claim.event_seq, {"claims": 0}, 0)
     run = _working_run(claim)
     run.event_seq = base
     run.state = claim.state.to_dict()  # unchanged (the step has not been decided yet)
@@ -386,6 +436,8 @@ def _commit_task_created(claim: Claim, outcome: StepOutcome, go_on: bool) -> Cla
     next_claim, changes = _release_or_go_on(run, claim, pending, go_on)
     events.record(run, pending)
     Run.objects.filter(pk=claim.run_id).update(event_seq=run.event_seq, **changes)
+    if "enqueued_at" in changes:
+        _send_on_commit(claim.run_id)
     if next_claim is not None:
         next_claim.event_seq = run.event_seq
     return next_claim
@@ -450,61 +502,35 @@ def _commit_step_result(
     run.next_seq = claim.seq + 1
     next_claim, changes = _release_or_go_on(run, claim, pending, go_on)
 
-    if outcome.task is None and connection.vendor == "postgresql":
-        event_seq = _commit_in_one_statement(claim, outcome, decision, changes, pending)
+    if outcome.task is None:
+        step = (_step_run(claim, outcome), _evaluations(None, decision))
+        fence = (claim.token, claim.seq, claim.event_seq)
+        event_seq = _write(claim.run_id, claim.owner_id, *fence, changes, pending, step)
     else:
-        event_seq = _commit_with_orm(claim, outcome, decision, changes, pending)
+        with transaction.atomic():
+            event_seq = _commit_resumed_task(claim, outcome, decision, changes, pending)
+    if "enqueued_at" in changes:
+        _send_on_commit(claim.run_id)  # after the commit: the next claim must find it done
     if next_claim is not None:
         next_claim.event_seq = event_seq
     return next_claim
 
 
-def _commit_in_one_statement(
+def _commit_resumed_task(
     claim: Claim,
     outcome: StepOutcome,
     decision: engine.Decision,
     changes: dict[str, Any],
     pending: list[tuple[str, dict[str, Any]]],
 ) -> int:
-    """PostgreSQL: the fence, StepRun, evaluations and events in one statement (fast_commit).
-
-    Returns the run's event_seq after this commit.
-    """
-    rows = [RunEvent(run_id=claim.run_id, type=type_, data=data) for type_, data in pending]
-    base = fast_commit.commit_step(
-        run_id=claim.run_id,
-        token=claim.token,
-        seq=claim.seq,
-        statuses=sorted(RUNNABLE),
-        changes=changes,
-        step_run=_step_run(claim, outcome),
-        evaluations=_evaluations(None, decision),
-        run_events=rows,
-    )
-    if base is None:
-        raise _Fenced
-    events.push_on_commit(claim.run_id, claim.owner_id, rows)
-    return base + len(rows)
-
-
-def _commit_with_orm(
-    claim: Claim,
-    outcome: StepOutcome,
-    decision: engine.Decision,
-    changes: dict[str, Any],
-    pending: list[tuple[str, dict[str, Any]]],
-) -> int:
-    """The fenced UPDATE first, then the rows. Returns the run's event_seq after this commit."""
-    base = _fence(claim, changes, len(pending))
-    if outcome.task is not None:
-        step_run = outcome.task.step_run
-        fields = _step_run_fields(claim, outcome)
-        del fields["prompt"]
-        for name, value in fields.items():
-            setattr(step_run, name, value)
-        step_run.save(update_fields=list(fields))
-    else:
-        step_run = _new_step_run(claim, outcome)
+    """A decided human step: its StepRun exists. Returns the run's event_seq after the commit."""
+    base = _fence(claim.run_id, claim.token, claim.seq, claim.event_seq, changes, len(pending))
+    step_run = outcome.task.step_run  # type: ignore[union-attr]
+    fields = _step_run_fields(claim, outcome)
+    del fields["prompt"]
+    for name, value in fields.items():
+        setattr(step_run, name, value)
+    step_run.save(update_fields=list(fields))
     BranchEvaluation.objects.bulk_create(_evaluations(step_run, decision))
     events.append(claim.run_id, claim.owner_id, base, pending)
     return base + len(pending)

@@ -1,11 +1,11 @@
-"""Commit a step's result on PostgreSQL in one prepared SQL statement.
+"""Commit a step's result (or a claim) on PostgreSQL in one prepared SQL statement.
 
 Through the ORM a step's commit is four statements inside its transaction: the fenced UPDATE of
 the run, the StepRun INSERT, the branch evaluations' INSERT and the events' INSERT. Each is a
 round trip to the database plus the ORM's work to build it, and on a fast step they are most of
 the runner's overhead. Here they are one data-modifying CTE: the fenced UPDATE, then the inserts
-reading the run's id from it (so a fenced-out worker inserts nothing), all in the caller's
-transaction (its `on_commit` hooks still run after COMMIT).
+reading the run's id from it (so a fenced-out worker inserts nothing). A claim is the same
+without the step's rows.
 
 The UPDATE adds the new events to the run's `event_seq` instead of matching it, so events
 another writer added since the claim are numbered after, as the ORM path's retry does; the
@@ -67,8 +67,9 @@ def _inserted_fields(
 
 
 @cache
-def _statement(changed: tuple[str, ...]) -> str:
-    """The commit's SQL for an UPDATE of the run that sets the `changed` fields."""
+def _statement(changed: tuple[str, ...], with_step: bool) -> str:
+    """The SQL for an UPDATE of the run that sets the `changed` fields, with the events' INSERT
+    and, `with_step`, the StepRun's and its evaluations' INSERTs."""
     quote = connection.ops.quote_name
 
     def col(model: type[models.Model], name: str) -> str:
@@ -76,29 +77,33 @@ def _statement(changed: tuple[str, ...]) -> str:
 
     sets = [f"{col(Run, name)} = %s" for name in changed]
     sets.append(f"{col(Run, 'event_seq')} = {col(Run, 'event_seq')} + %s")
-    step_fields = _inserted_fields(StepRun)
-    step_columns = ", ".join(quote(f.column) for f in step_fields)
-    step_values = ", ".join(f"%s::{f.cast_db_type(connection)}" for f in step_fields)
-    eval_columns, eval_definition = _recordset_columns(BranchEvaluation, EVALUATION_EXCLUDED)
-    event_columns, event_definition = _recordset_columns(RunEvent, EVENT_EXCLUDED)
-    return (
-        f"WITH fence AS ("
-        f"UPDATE {quote(Run._meta.db_table)} SET {', '.join(sets)} "
+    parts = [
+        f"fence AS (UPDATE {quote(Run._meta.db_table)} SET {', '.join(sets)} "
         f"WHERE {col(Run, 'id')} = %s AND {col(Run, 'lease_token')} = %s "
         f"AND {col(Run, 'next_seq')} = %s AND {col(Run, 'status')} = ANY(%s) "
-        f"RETURNING {col(Run, 'id')} AS id, {col(Run, 'event_seq')} - %s AS base), "
-        f"step AS (INSERT INTO {quote(StepRun._meta.db_table)} ({step_columns}) "
-        f"SELECT {step_values} FROM fence RETURNING id), "
-        f"evals AS (INSERT INTO {quote(BranchEvaluation._meta.db_table)} "
-        f"({col(BranchEvaluation, 'step_run')}, {', '.join(eval_columns)}) "
-        f"SELECT step.id, {', '.join('e.' + c for c in eval_columns)} "
-        f"FROM step, jsonb_to_recordset(%s::jsonb) AS e({eval_definition})), "
+        f"RETURNING {col(Run, 'id')} AS id, {col(Run, 'event_seq')} - %s AS base)"
+    ]
+    if with_step:
+        step_fields = _inserted_fields(StepRun)
+        step_columns = ", ".join(quote(f.column) for f in step_fields)
+        step_values = ", ".join(f"%s::{f.cast_db_type(connection)}" for f in step_fields)
+        eval_columns, eval_definition = _recordset_columns(BranchEvaluation, EVALUATION_EXCLUDED)
+        parts += [
+            f"step AS (INSERT INTO {quote(StepRun._meta.db_table)} ({step_columns}) "
+            f"SELECT {step_values} FROM fence RETURNING id)",
+            f"evals AS (INSERT INTO {quote(BranchEvaluation._meta.db_table)} "
+            f"({col(BranchEvaluation, 'step_run')}, {', '.join(eval_columns)}) "
+            f"SELECT step.id, {', '.join('e.' + c for c in eval_columns)} "
+            f"FROM step, jsonb_to_recordset(%s::jsonb) AS e({eval_definition}))",
+        ]
+    event_columns, event_definition = _recordset_columns(RunEvent, EVENT_EXCLUDED)
+    parts.append(
         f"evts AS (INSERT INTO {quote(RunEvent._meta.db_table)} "
         f"({col(RunEvent, 'run')}, {col(RunEvent, 'seq')}, {', '.join(event_columns)}) "
         f"SELECT fence.id, fence.base + e.{ORDER}, {', '.join('e.' + c for c in event_columns)} "
-        f"FROM fence, jsonb_to_recordset(%s::jsonb) AS e({event_definition})) "
-        f"SELECT base FROM fence"
+        f"FROM fence, jsonb_to_recordset(%s::jsonb) AS e({event_definition}))"
     )
+    return f"WITH {', '.join(parts)} SELECT base FROM fence"
 
 
 EVALUATION_EXCLUDED = frozenset({"step_run"})
@@ -134,12 +139,13 @@ def commit_step(
     seq: int,
     statuses: Sequence[str],
     changes: dict[str, Any],
-    step_run: StepRun,
-    evaluations: Sequence[BranchEvaluation],
     run_events: Sequence[RunEvent],
+    step_run: StepRun | None = None,
+    evaluations: Sequence[BranchEvaluation] = (),
 ) -> int | None:
     """Write the step if the run is still leased to `token` at `seq` in one of `statuses`.
 
+    Without `step_run`, only the run's changes and the events are written (a claim).
     Returns the run's event_seq the `run_events` are numbered after (their `seq` is set), or
     None if the fence refused the commit (nothing was written). A unique violation (the step was
     committed already) raises IntegrityError as the ORM would.
@@ -157,14 +163,15 @@ def commit_step(
         seq,
         list(statuses),
         n_events,
-        *(
+    ]
+    if step_run is not None:
+        params += [
             f.get_db_prep_save(f.pre_save(step_run, True), connection)
             for f in _inserted_fields(StepRun)
-        ),
-        _recordset_json(BranchEvaluation, evaluations, EVALUATION_EXCLUDED),
-        _recordset_json(RunEvent, run_events, EVENT_EXCLUDED),
-    ]
-    statement = _statement(tuple(changes))
+        ]
+        params.append(_recordset_json(BranchEvaluation, evaluations, EVALUATION_EXCLUDED))
+    params.append(_recordset_json(RunEvent, run_events, EVENT_EXCLUDED))
+    statement = _statement(tuple(changes), step_run is not None)
     connection.ensure_connection()
     # Django's cursor wrapper, for its error translation and execute_wrapper hooks. Its debug
     # wrapper cannot read a prepared statement's text back, so the query log entry is made here.

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from runner import events, services
+from runner import events, execution, services
 from runner.execution import claim_next_step, commit, execute
 from runner.models import Run, RunEvent, StepRun
 from runner.status import RunStatus
@@ -96,6 +96,23 @@ def test_a_commit_updates_the_run_once_and_claims_the_next_step(
     assert list(run.steps.values_list("seq", "step_key", "attempt")) == [(1, "a", 1), (2, "b", 1)]
     assert event_types(run)[-1] == "run.finished"
     assert run.event_seq == run.events.count()
+
+
+def test_of_two_workers_claiming_a_step_at_once_only_one_takes_it(
+    user: Any, two_steps: Recipe, monkeypatch: Any
+) -> None:
+    run = started(user, two_steps)
+    read_by_the_second = execution._run_to_claim(run.pk)  # before the first one's write
+
+    first = claim_next_step(run.pk)
+    monkeypatch.setattr(execution, "_run_to_claim", lambda run_id: read_by_the_second)
+    second = claim_next_step(run.pk)
+
+    assert first is not None and second is None
+    run.refresh_from_db()
+    assert (run.lease_token, run.claims, run.status) == (first.token, 1, RunStatus.RUNNING)
+    assert event_types(run) == ["run.queued", "run.started", "step.started"]
+    assert run.event_seq == first.event_seq == 3
 
 
 def test_a_worker_whose_lease_was_taken_over_commits_nothing(user: Any, two_steps: Recipe) -> None:
