@@ -55,10 +55,12 @@ def advance(run_id: int, *, time_slice: float | None = None) -> None:
 def enqueue(run_id: int) -> None:
     """Ask a worker to look at the run (after the current transaction commits, if any)."""
     Run.objects.filter(pk=run_id).update(enqueued_at=timezone.now())
-    _send_on_commit(run_id)
+    send_on_commit(run_id)
 
 
-def _send_on_commit(run_id: int) -> None:
+def send_on_commit(run_id: int) -> None:
+    """Send the run's message once the current transaction commits; the caller has set the
+    run's `enqueued_at` in it (the reaper resends messages that never left)."""
     from .tasks import advance_run
 
     transaction.on_commit(lambda: advance_run.delay(run_id))
@@ -437,7 +439,7 @@ def _commit_task_created(claim: Claim, outcome: StepOutcome, go_on: bool) -> Cla
     events.record(run, pending)
     Run.objects.filter(pk=claim.run_id).update(event_seq=run.event_seq, **changes)
     if "enqueued_at" in changes:
-        _send_on_commit(claim.run_id)
+        send_on_commit(claim.run_id)
     if next_claim is not None:
         next_claim.event_seq = run.event_seq
     return next_claim
@@ -510,7 +512,7 @@ def _commit_step_result(
         with transaction.atomic():
             event_seq = _commit_resumed_task(claim, outcome, decision, changes, pending)
     if "enqueued_at" in changes:
-        _send_on_commit(claim.run_id)  # after the commit: the next claim must find it done
+        send_on_commit(claim.run_id)  # after the commit: the next claim must find it done
     if next_claim is not None:
         next_claim.event_seq = event_seq
     return next_claim

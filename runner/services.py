@@ -12,7 +12,7 @@ from workflows.models import Recipe, RecipeVersion
 
 from . import events
 from .claims import SCRIPTED_TIMEOUT, version_graph
-from .execution import enqueue
+from .execution import send_on_commit
 from .human import tasks_close_for_run
 from .inputs import InputsInvalid, check_inputs
 from .models import Run
@@ -98,6 +98,7 @@ def run_start(
     graph, _ = version_graph(pinned.pk, pinned.created_at)  # parsed once per process
     checked_script = check_script(script, graph)
     state = engine.RunState.start(graph, checked_inputs, max_steps=settings.RUN_MAX_STEPS)
+    queued = [("run.queued", {"status": RunStatus.QUEUED, "version": pinned.number})]
     with transaction.atomic():
         run = Run.objects.create(
             recipe=recipe,
@@ -107,10 +108,11 @@ def run_start(
             script=checked_script,
             state=state.to_dict(),
             next={"step": graph.steps[0].key},
+            event_seq=len(queued),
+            enqueued_at=timezone.now(),
         )
-        events.record(run, [("run.queued", {"status": run.status, "version": pinned.number})])
-        run.save(update_fields=["event_seq"])
-        enqueue(run.pk)
+        events.append(run.pk, user.pk, 0, queued)
+        send_on_commit(run.pk)
     return run
 
 

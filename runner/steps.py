@@ -138,8 +138,6 @@ def _execute_llm(claim: Claim, session: _Session) -> StepOutcome:
         outcome.timed_out = isinstance(exc, ProviderTimeoutError)
         if outcome.timed_out:
             outcome.status = StepStatus.TIMED_OUT
-    finally:
-        streamer.flush()
     outcome.latency_ms = int((time.monotonic() - began) * 1000)
     return outcome
 
@@ -329,7 +327,11 @@ class _LazyActorStats(Sequence[engine.ActorStats]):
 
 
 class _TokenStreamer:
-    """Push streamed text live, a batch every 100 ms rather than one message per token."""
+    """Push streamed text live, a batch every 100 ms rather than one message per token.
+
+    What is left when the answer ends is not pushed: `step.finished` follows at once with the
+    whole text (and an answer quicker than a batch needs no live text).
+    """
 
     def __init__(self, run_id: int, seq: int) -> None:
         self.run_id, self.seq = run_id, seq

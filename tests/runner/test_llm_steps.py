@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from runner import services
+from runner import events, services
 from runner.status import RunStatus
 from tests.factories import ActorFactory
 from tests.runner.conftest import wait_for
@@ -146,3 +146,27 @@ def test_an_unhandled_model_failure_fails_the_run_with_the_reason(
 
     assert "step 'answer' failed" in run.error
     assert "not found" in run.error
+
+
+def test_a_streamed_answer_is_pushed_live_in_batches_and_never_stored_token_by_token(
+    worker: Any, ask_recipe: Recipe, owner: Any, stub_server: StubServer, monkeypatch: Any
+) -> None:
+    chunks = [f"word{i} " for i in range(12)]
+    stub_server.enqueue(reply(chunks=chunks, interval_s=0.05))  # about 0.6 s of trickling
+    pushed: list[dict[str, Any]] = []
+    send = events.publisher.send
+    monkeypatch.setattr(
+        events.publisher,
+        "send",
+        lambda group, message: (pushed.append(message), send(group, message))[1],
+    )
+
+    run = services.run_start(user=owner, recipe=ask_recipe, inputs={"question": "life?"})
+    run = wait_for(run, RunStatus.SUCCEEDED)
+
+    texts = [m["event"]["data"]["text"] for m in pushed if m["type"] == "run.token"]
+    assert 2 <= len(texts) < len(chunks)  # live, but a batch per 100 ms, not a message a token
+    assert "".join(chunks).startswith("".join(texts))
+    assert not run.events.filter(type="step.token").exists()
+    finished = run.events.get(type="step.finished")
+    assert finished.data["response"] == "".join(chunks)
