@@ -171,7 +171,50 @@ def commit_step(
         ]
         params.append(_recordset_json(BranchEvaluation, evaluations, EVALUATION_EXCLUDED))
     params.append(_recordset_json(RunEvent, run_events, EVENT_EXCLUDED))
-    statement = _statement(tuple(changes), step_run is not None)
+    row = _execute(_statement(tuple(changes), step_run is not None), params)
+    if row is None:
+        return None
+    base: int = row[0]
+    for number, event in enumerate(run_events, start=base + 1):
+        event.seq = number
+    return base
+
+
+@cache
+def _start_statement() -> str:
+    """The SQL that inserts a run and its first events."""
+    quote = connection.ops.quote_name
+    run_fields = _inserted_fields(Run)
+    event_columns, event_definition = _recordset_columns(RunEvent, EVENT_EXCLUDED)
+    run_event, event_seq = (quote(RunEvent._meta.get_field(n).column) for n in ("run", "seq"))
+    return (
+        f"WITH run AS (INSERT INTO {quote(Run._meta.db_table)} "
+        f"({', '.join(quote(f.column) for f in run_fields)}) "
+        f"VALUES ({', '.join(f'%s::{f.cast_db_type(connection)}' for f in run_fields)}) "
+        f"RETURNING id), "
+        f"evts AS (INSERT INTO {quote(RunEvent._meta.db_table)} "
+        f"({run_event}, {event_seq}, {', '.join(event_columns)}) "
+        f"SELECT run.id, e.{ORDER}, {', '.join('e.' + c for c in event_columns)} "
+        f"FROM run, jsonb_to_recordset(%s::jsonb) AS e({event_definition})) "
+        f"SELECT id FROM run"
+    )
+
+
+def start_run(run: Run, run_events: Sequence[RunEvent]) -> None:
+    """Insert a new run (its `event_seq` counts `run_events`) and its first events, numbered
+    from 1, in one statement; sets the run's and the events' keys."""
+    params = [f.get_db_prep_save(f.pre_save(run, True), connection) for f in _inserted_fields(Run)]
+    params.append(_recordset_json(RunEvent, run_events, EVENT_EXCLUDED))
+    row = _execute(_start_statement(), params)
+    assert row is not None
+    run.pk = row[0]
+    run._state.adding = False
+    for number, event in enumerate(run_events, start=1):
+        event.run_id, event.seq = run.pk, number
+
+
+def _execute(statement: str, params: list[Any]) -> tuple[Any, ...] | None:
+    """Run a statement prepared and return its first row."""
     connection.ensure_connection()
     # Django's cursor wrapper, for its error translation and execute_wrapper hooks. Its debug
     # wrapper cannot read a prepared statement's text back, so the query log entry is made here.
@@ -182,9 +225,4 @@ def commit_step(
     if connection.queries_logged:
         duration = time.monotonic() - started
         connection.queries_log.append({"sql": statement, "time": f"{duration:.3f}"})
-    if row is None:
-        return None
-    base: int = row[0]
-    for number, event in enumerate(run_events, start=base + 1):
-        event.seq = number
-    return base
+    return row
