@@ -118,8 +118,14 @@ def claim_next_step(run_id: int) -> Claim | None:
 
 
 def _run_to_claim(run_id: int) -> Run | None:
-    """The run, with its version's creation time (a key of the parsed-version cache, as the
-    database returns it: SQLite gives text)."""
+    """The run, with its version's creation time as `version_created_at` (a key of the
+    parsed-version cache, as the database returns it: SQLite gives text)."""
+    if connection.vendor == "postgresql":
+        read = fast_commit.read_run(run_id)  # prepared, as the claim's write
+        if read is None:
+            return None
+        run, run.version_created_at = read
+        return run
     quote = connection.ops.quote_name
     run_table, version_table = Run._meta.db_table, RecipeVersion._meta.db_table
     sql = (

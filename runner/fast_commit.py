@@ -32,6 +32,8 @@ import psycopg
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, models
 
+from workflows.models import RecipeVersion
+
 from .models import BranchEvaluation, Run, RunEvent, StepRun
 
 ORDER = "_ord"  # a recordset row's position, from 1 (not a column of any table)
@@ -211,6 +213,33 @@ def start_run(run: Run, run_events: Sequence[RunEvent]) -> None:
     run._state.adding = False
     for number, event in enumerate(run_events, start=1):
         event.run_id, event.seq = run.pk, number
+
+
+@cache
+def _read_statement() -> str:
+    """The SQL that reads a run and its version's creation time."""
+    quote = connection.ops.quote_name
+    version_table = quote(RecipeVersion._meta.db_table)
+    return (
+        f"SELECT {', '.join('r.' + quote(f.column) for f in Run._meta.concrete_fields)}, "
+        f"v.{quote('created_at')} FROM {quote(Run._meta.db_table)} r "
+        f"JOIN {version_table} v ON v.{quote('id')} = r.{quote('version_id')} "
+        f"WHERE r.{quote('id')} = %s"
+    )
+
+
+def read_run(run_id: int) -> tuple[Run, datetime] | None:
+    """The run, as the ORM would load it, and its version's creation time; None if gone."""
+    row = _execute(_read_statement(), [run_id])
+    if row is None:
+        return None
+    fields = Run._meta.concrete_fields
+    values = [
+        field.from_db_value(value, None, connection) if hasattr(field, "from_db_value") else value
+        for field, value in zip(fields, row, strict=False)
+    ]
+    run = Run.from_db(connection.alias, [f.attname for f in fields], values)
+    return run, row[-1]
 
 
 def _execute(statement: str, params: list[Any]) -> tuple[Any, ...] | None:

@@ -98,6 +98,20 @@ def test_a_commit_updates_the_run_once_and_claims_the_next_step(
     assert run.event_seq == run.events.count()
 
 
+def test_the_claim_reads_the_run_as_the_orm_loads_it(user: Any, two_steps: Recipe) -> None:
+    run = started(user, two_steps)
+    Run.objects.filter(pk=run.pk).update(script={"writer": ["ü"]}, calls={"writer": 2})
+
+    read = execution._run_to_claim(run.pk)
+
+    assert read is not None
+    loaded = Run.objects.get(pk=run.pk)
+    for field in Run._meta.concrete_fields:
+        assert getattr(read, field.attname) == getattr(loaded, field.attname), field.name
+    assert read.version_created_at is not None
+    assert execution._run_to_claim(run.pk + 1000) is None
+
+
 def test_of_two_workers_claiming_a_step_at_once_only_one_takes_it(
     user: Any, two_steps: Recipe, monkeypatch: Any
 ) -> None:
