@@ -116,8 +116,8 @@ def run_start(
         with transaction.atomic() if connection.in_atomic_block else nullcontext():
             rows = [RunEvent(type=type_, data=data) for type_, data in queued]
             fast_commit.start_run(run, rows)
+        send_on_commit(run.pk)  # first: a worker can start while the event is pushed
         events.push_on_commit(run.pk, user.pk, rows)
-        send_on_commit(run.pk)
         return run
     with transaction.atomic():
         run.save(force_insert=True)
