@@ -7,9 +7,11 @@ from functools import lru_cache
 from typing import Any
 
 from django.contrib.auth.models import Group
+from django.db import connection
 
 from workflows.models import Actor
 
+from . import fast_commit
 from .providers import ActorConfig, ChatRequest, ChatResult, Provider, get_provider
 
 HUMAN_PREFIX = "@human:"
@@ -43,7 +45,7 @@ def resolve(
                 f"reviewer group '{reference.removeprefix(HUMAN_PREFIX)}' no longer exists"
             )
         return ResolvedActor(alias, reference, True, group.pk, scripted=scripted)
-    actor = Actor.objects.filter(name=reference).first()
+    actor = _actor_named(reference)
     if actor is None:
         raise LookupError(f"actor '{reference}' no longer exists")
     if actor.kind == Actor.Kind.HUMAN:
@@ -59,6 +61,12 @@ def resolve(
         config=actor.config,
     )
     return ResolvedActor(alias, reference, False, config=config, scripted=scripted)
+
+
+def _actor_named(name: str) -> Actor | None:
+    if connection.vendor == "postgresql":
+        return fast_commit.select_one(Actor, "name", name)  # prepared: once a run, per worker
+    return Actor.objects.filter(name=name).first()
 
 
 def provider_for(actor: ResolvedActor) -> Provider:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Sequence
 from datetime import datetime
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from django.core.serializers.json import DjangoJSONEncoder
@@ -35,6 +35,8 @@ from django.db import connection, models
 from workflows.models import RecipeVersion
 
 from .models import BranchEvaluation, Run, RunEvent, StepRun
+
+ModelT = TypeVar("ModelT", bound=models.Model)
 
 ORDER = "_ord"  # a recordset row's position, from 1 (not a column of any table)
 
@@ -233,13 +235,31 @@ def read_run(run_id: int) -> tuple[Run, datetime] | None:
     row = _execute(_read_statement(), [run_id])
     if row is None:
         return None
-    fields = Run._meta.concrete_fields
+    return _from_row(Run, row), row[-1]
+
+
+@cache
+def _select_statement(model: type[models.Model], column: str) -> str:
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(f.column) for f in model._meta.concrete_fields)
+    return f"SELECT {columns} FROM {quote(model._meta.db_table)} WHERE {quote(column)} = %s"
+
+
+def select_one(model: type[ModelT], column: str, value: Any) -> ModelT | None:
+    """The row of `model` whose unique `column` is `value`, as the ORM would load it."""
+    row = _execute(_select_statement(model, column), [value])
+    return None if row is None else _from_row(model, row)
+
+
+def _from_row(model: type[ModelT], row: Sequence[Any]) -> ModelT:
+    """An instance from a row of `model`'s concrete columns (in order), converted as the ORM
+    converts them (JSON is read as text, as Django's PostgreSQL backend reads it)."""
+    fields = model._meta.concrete_fields
     values = [
         field.from_db_value(value, None, connection) if hasattr(field, "from_db_value") else value
         for field, value in zip(fields, row, strict=False)
     ]
-    run = Run.from_db(connection.alias, [f.attname for f in fields], values)
-    return run, row[-1]
+    return model.from_db(connection.alias, [f.attname for f in fields], values)
 
 
 def _execute(statement: str, params: list[Any]) -> tuple[Any, ...] | None:

@@ -8,12 +8,12 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from runner import events, execution, services
+from runner import events, execution, fast_commit, services
 from runner.execution import claim_next_step, commit, execute
 from runner.models import Run, RunEvent, StepRun
 from runner.status import RunStatus
 from tests.factories import recipe_document
-from workflows.models import Recipe
+from workflows.models import Actor, Recipe
 from workflows.services import recipe_import, recipe_publish
 
 # Not transactional: the run's Celery message (sent on commit) never leaves.
@@ -234,3 +234,18 @@ def test_the_one_statement_commit_is_prepared_unless_turned_off(
         assert prepared_commits() > before
     else:
         assert prepared_commits() == before
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's prepared reads")
+def test_a_prepared_read_loads_an_actor_as_the_orm_does(actors: Any) -> None:
+    actor = Actor.objects.order_by("pk").first()
+    assert actor is not None
+    Actor.objects.filter(pk=actor.pk).update(params={"temperature": 0.2}, config={"r": ["ü"]})
+
+    read = fast_commit.select_one(Actor, "name", actor.name)
+
+    loaded = Actor.objects.get(pk=actor.pk)
+    assert read is not None
+    for field in Actor._meta.concrete_fields:
+        assert getattr(read, field.attname) == getattr(loaded, field.attname), field.name
+    assert fast_commit.select_one(Actor, "name", "nobody") is None
