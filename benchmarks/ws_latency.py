@@ -8,7 +8,7 @@ override with BENCH_POSTGRES_URL and REDIS_URL).
 
 The path measured is the production one: this process commits run steps the way a worker does
 (the runner's own claim, execute and commit, on a 10-step scripted recipe), `runner.events`
-publishes each commit's events to Redis from its long-lived loop, a real ASGI server (daphne,
+publishes each commit's events to Redis (a blocking PUBLISH after the commit), a real ASGI server (daphne,
 a separate process) receives them on its channel layer and its consumer sends them down the
 websocket to a client in this process. The commit is stamped by an on-commit callback registered
 before the events' own; the arrival when a websocket client, in a process of its own as a
@@ -223,24 +223,24 @@ def measure(port: int, wanted: int) -> list[float]:
     client = Client(port, f"sessionid={http.cookies['sessionid'].value}")
 
     # This process is the worker: runs move on here, not through Celery messages.
-    def no_enqueue(run_id: int) -> None:
+    def no_message(run_id: int) -> None:
         return None
 
-    execution.enqueue = no_enqueue  # type: ignore[assignment]
-    services.enqueue = no_enqueue  # type: ignore[assignment]
+    execution.send_on_commit = no_message  # type: ignore[assignment]
+    services.send_on_commit = no_message  # type: ignore[assignment]
 
     commits: dict[int, float] = {}
-    record = events.record
+    push_on_commit = events.push_on_commit
 
-    def stamped_record(run: Any, batch: Any) -> Any:
-        batch = list(batch)
-        if batch:
-            key = run.event_seq + 1  # the seq of the batch's first event
-            # Registered before record()'s own callback: it runs the moment COMMIT returns.
-            transaction.on_commit(lambda: commits.setdefault(key, time.perf_counter()))
-        return record(run, batch)
+    def stamped_push(run_id: int, owner_id: int, rows: Any) -> None:
+        if rows:
+            # Registered before the push's own callback: it runs the moment COMMIT returns (at
+            # once after a step's one-statement commit, which is its own transaction).
+            seq = rows[0].seq
+            transaction.on_commit(lambda: commits.setdefault(seq, time.perf_counter()))
+        push_on_commit(run_id, owner_id, rows)
 
-    events.record = stamped_record  # type: ignore[assignment]
+    events.push_on_commit = stamped_push  # type: ignore[assignment]
 
     delays: list[float] = []
     runs = 0
