@@ -380,10 +380,10 @@ def main() -> int:
     rows = [
         ("Branchline, per step (commit to next commit)", ms(ours["cycle"])),
         ("LangGraph + PostgresSaver, per step (checkpoint to next)", ms(peer["cycle"])),
-        (f"Branchline / LangGraph per step (target <= {TARGET_RATIO}x)", f"{ratio:.2f}x {verdict}"),
+        (f"Branchline / LangGraph per step (target <= {TARGET_RATIO}x)", f"{ratio:.3f}x {verdict}"),
         (f"Branchline, run wall / {STEPS} (API start + Celery hop included)", ms(ours["wall"])),
         (f"LangGraph, run wall / {STEPS} (invoke)", ms(peer["wall"])),
-        ("Branchline / LangGraph, run wall", f"{ours['wall'] / peer['wall']:.2f}x"),
+        ("Branchline / LangGraph, run wall", f"{ours['wall'] / peer['wall']:.3f}x"),
         (
             f"Branchline, steps per second ({args.runs} runs queued at once)",
             f"{ours['steps_per_s']:.0f}",
