@@ -102,7 +102,10 @@ class StepRun(models.Model):
 class BranchEvaluation(models.Model):
     """One branch evaluated after a step: matched or not, why, and whether it was taken."""
 
-    step_run = models.ForeignKey(StepRun, on_delete=models.CASCADE, related_name="evaluations")
+    # No constraint in the database (see RunEvent.run): written with its step, by the runner.
+    step_run = models.ForeignKey(
+        StepRun, on_delete=models.CASCADE, related_name="evaluations", db_constraint=False
+    )
     order = models.PositiveIntegerField()
     branch = models.CharField(max_length=200)
     priority = models.PositiveIntegerField(null=True)
@@ -155,8 +158,13 @@ class HumanTask(models.Model):
 class RunEvent(models.Model):
     """The run's ordered event log: the outbox the websockets deliver and replay from."""
 
-    # Indexed by the unique (run, seq) below.
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)
+    # Indexed by the unique (run, seq) below. No foreign key constraint in the database: events
+    # are only written in the statement or transaction that updates their run (and numbers
+    # them under its row lock), so the check could never fail, and it cost a lookup of the run
+    # per event at every commit (7 a step). Deleting a run through Django still deletes them.
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="events", db_index=False, db_constraint=False
+    )
     seq = models.PositiveIntegerField()
     type = models.CharField(max_length=40)
     data = models.JSONField(default=dict)

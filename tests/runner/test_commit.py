@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from runner import events, execution, fast_commit, services
 from runner.execution import claim_next_step, commit, execute
-from runner.models import Run, RunEvent, StepRun
+from runner.models import BranchEvaluation, Run, RunEvent, StepRun
 from runner.status import RunStatus
 from tests.factories import recipe_document
 from workflows.models import Actor, Recipe
@@ -249,3 +249,20 @@ def test_a_prepared_read_loads_an_actor_as_the_orm_does(actors: Any) -> None:
     for field in Actor._meta.concrete_fields:
         assert getattr(read, field.attname) == getattr(loaded, field.attname), field.name
     assert fast_commit.select_one(Actor, "name", "nobody") is None
+
+
+def test_deleting_a_run_deletes_its_steps_evaluations_and_events(
+    user: Any, two_steps: Recipe
+) -> None:
+    run = started(user, two_steps)
+    claim = claim_next_step(run.pk)
+    assert claim is not None
+    commit(claim, *execute(claim))
+    step_run = StepRun.objects.get(run=run)
+    assert step_run.evaluations.exists() and run.events.exists()
+
+    Run.objects.filter(pk=run.pk).delete()
+
+    assert not StepRun.objects.filter(pk=step_run.pk).exists()
+    assert not BranchEvaluation.objects.filter(step_run_id=step_run.pk).exists()
+    assert not RunEvent.objects.filter(run_id=run.pk).exists()
