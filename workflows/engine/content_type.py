@@ -22,9 +22,10 @@ _CODE_LINE = re.compile(
     )""",
     re.VERBOSE,
 )
-_STRONG_CODE_LINE = re.compile(
-    r"[;{}]\s*$|^\s*(?:def|class|import|return|const|let|var|function|#include)\b"
-)
+# A line alone is code if it ends with `;`, `{` or `}`, or starts like one of these. (Two
+# checks, not one searched pattern: a search tries the anchored start at every position.)
+_STRONG_CODE_START = re.compile(r"\s*(?:def|class|import|return|const|let|var|function|#include)\b")
+_STRONG_CODE_ENDS = (";", "{", "}")
 # Below this share of code-looking lines, a text with a stray `x = 1` is still prose.
 _CODE_SHARE = 0.5
 _LIST_SHARE = 0.6
@@ -83,7 +84,8 @@ def detect_content_type(text: str) -> str:
 def _is_code(lines: list[str]) -> bool:
     if len(lines) == 1:
         # One line alone needs stronger evidence than a share: a sentence may hold `x = 1`.
-        return bool(_STRONG_CODE_LINE.search(lines[0]))
+        line = lines[0]
+        return line.rstrip()[-1:] in _STRONG_CODE_ENDS or bool(_STRONG_CODE_START.match(line))
     code = sum(1 for line in lines if _CODE_LINE.match(line))
     return code / len(lines) >= _CODE_SHARE
 
