@@ -190,7 +190,7 @@ class RedisGroupPublisher:
         shard = self.shards[_consistent_hash(channel, len(self.shards))]
         try:
             shard.publish(channel, self.layer.serialize(message))
-        except redis.RedisError as exc:
+        except Exception as exc:  # after a commit: a push that fails must not stop the worker
             log.warning("could not push an event: %s", exc)
 
 

@@ -74,8 +74,9 @@ def claim_next_step(run_id: int) -> Claim | None:
     """Take the lease on the run's next step, or return None if there is nothing to take.
 
     The run is read without a lock; the claim's write is fenced by what was read (the lease
-    token, the next step's seq, a runnable status), so that of two workers claiming the same
-    step only one takes it. A lease is taken only once it has expired.
+    token, the next step's seq, a runnable status, the count of its events), so that of two
+    workers claiming the same step only one takes it, and a claim never acts on a run changed
+    since it was read (every writer adds an event). A lease is taken only once it has expired.
     """
     now = timezone.now()
     run = _run_to_claim(run_id)
@@ -97,7 +98,7 @@ def claim_next_step(run_id: int) -> Claim | None:
         finished = ("status", "outcome", "error", "next", "finished_at", "lease_token")
         changes = {name: getattr(run, name) for name in (*finished, "lease_expires_at")}
         with suppress(_Fenced):
-            _write(run.pk, run.created_by_id, *read, changes, pending)
+            _write(run.pk, run.created_by_id, *read, changes, pending, exact_events=True)
         return None
     graph, document = version_graph(run.version_id, run.version_created_at)
     changes: dict[str, Any] = {}
@@ -111,7 +112,9 @@ def claim_next_step(run_id: int) -> Claim | None:
         lease_token=run.lease_token, lease_expires_at=run.lease_expires_at, claims=run.claims
     )
     try:
-        claim.event_seq = _write(run.pk, run.created_by_id, *read, changes, pending)
+        claim.event_seq = _write(
+            run.pk, run.created_by_id, *read, changes, pending, exact_events=True
+        )
     except _Fenced:
         return None  # another worker claimed it first
     return claim
@@ -251,19 +254,27 @@ def _working_run(claim: Claim) -> Run:
 
 
 def _fence(
-    run_id: int, token: str, seq: int, event_seq: int, changes: dict[str, Any], new_events: int
+    run_id: int,
+    token: str,
+    seq: int,
+    event_seq: int,
+    changes: dict[str, Any],
+    new_events: int,
+    *,
+    exact_events: bool = False,
 ) -> int:
     """Apply `changes` to the run if it is still at (`token`, `seq`) and runnable; else raise.
 
     Returns the run's event_seq before this write: the caller numbers its `new_events` events
     from the next one. Another writer may have added events since the run was read (none does
-    to a leased run today); then the UPDATE is retried with the run's current event_seq.
+    to a leased run today); then the UPDATE is retried with the run's current event_seq, unless
+    `exact_events` asks that nothing happened to the run since it was read.
     """
     fenced = Run.objects.filter(pk=run_id, lease_token=token, next_seq=seq, status__in=RUNNABLE)
     base = event_seq
     while not fenced.filter(event_seq=base).update(event_seq=base + new_events, **changes):
         current = fenced.values_list("event_seq", flat=True).first()
-        if current is None:
+        if current is None or exact_events:
             raise _Fenced
         base = current
     return base
@@ -278,6 +289,8 @@ def _write(
     changes: dict[str, Any],
     pending: list[tuple[str, dict[str, Any]]],
     step: tuple[StepRun, list[BranchEvaluation]] | None = None,
+    *,
+    exact_events: bool = False,
 ) -> int:
     """Change the run, add its events and a step's rows, if the run is still at (`token`,
     `seq`) and runnable; else write nothing and raise `_Fenced`. Events are pushed on commit.
@@ -298,13 +311,16 @@ def _write(
                 run_events=rows,
                 step_run=step[0] if step else None,
                 evaluations=step[1] if step else (),
+                event_seq=event_seq if exact_events else None,
             )
         if base is None:
             raise _Fenced
         events.push_on_commit(run_id, owner_id, rows)
         return base + len(rows)
     with transaction.atomic():
-        base = _fence(run_id, token, seq, event_seq, changes, len(pending))
+        base = _fence(
+            run_id, token, seq, event_seq, changes, len(pending), exact_events=exact_events
+        )
         if step:
             step_run, evaluations = step
             step_run.save(force_insert=True)

@@ -71,9 +71,10 @@ def _inserted_fields(
 
 
 @cache
-def _statement(changed: tuple[str, ...], with_step: bool) -> str:
+def _statement(changed: tuple[str, ...], with_step: bool, exact_events: bool) -> str:
     """The SQL for an UPDATE of the run that sets the `changed` fields, with the events' INSERT
-    and, `with_step`, the StepRun's and its evaluations' INSERTs."""
+    and, `with_step`, the StepRun's and its evaluations' INSERTs; `exact_events` fences on the
+    run's event count too."""
     quote = connection.ops.quote_name
 
     def col(model: type[models.Model], name: str) -> str:
@@ -85,7 +86,8 @@ def _statement(changed: tuple[str, ...], with_step: bool) -> str:
         f"fence AS (UPDATE {quote(Run._meta.db_table)} SET {', '.join(sets)} "
         f"WHERE {col(Run, 'id')} = %s AND {col(Run, 'lease_token')} = %s "
         f"AND {col(Run, 'next_seq')} = %s AND {col(Run, 'status')} = ANY(%s) "
-        f"RETURNING {col(Run, 'id')} AS id, {col(Run, 'event_seq')} - %s AS base)"
+        + (f"AND {col(Run, 'event_seq')} = %s " if exact_events else "")
+        + f"RETURNING {col(Run, 'id')} AS id, {col(Run, 'event_seq')} - %s AS base)"
     ]
     if with_step:
         step_fields = _inserted_fields(StepRun)
@@ -146,8 +148,11 @@ def commit_step(
     run_events: Sequence[RunEvent],
     step_run: StepRun | None = None,
     evaluations: Sequence[BranchEvaluation] = (),
+    event_seq: int | None = None,
 ) -> int | None:
-    """Write the step if the run is still leased to `token` at `seq` in one of `statuses`.
+    """Write the step if the run is still leased to `token` at `seq` in one of `statuses`
+    (and, with `event_seq`, still has that many events: nothing happened to it since it was
+    read).
 
     Without `step_run`, only the run's changes and the events are written (a claim).
     Returns the run's event_seq the `run_events` are numbered after (their `seq` is set), or
@@ -166,6 +171,7 @@ def commit_step(
         token,
         seq,
         list(statuses),
+        *([] if event_seq is None else [event_seq]),
         n_events,
     ]
     if step_run is not None:
@@ -175,7 +181,8 @@ def commit_step(
         ]
         params.append(_recordset_json(BranchEvaluation, evaluations, EVALUATION_EXCLUDED))
     params.append(_recordset_json(RunEvent, run_events, EVENT_EXCLUDED))
-    row = _execute(_statement(tuple(changes), step_run is not None), params)
+    statement = _statement(tuple(changes), step_run is not None, event_seq is not None)
+    row = _execute(statement, params)
     if row is None:
         return None
     base: int = row[0]
@@ -264,6 +271,7 @@ def _from_row(model: type[ModelT], row: Sequence[Any]) -> ModelT:
 
 def _execute(statement: str, params: list[Any]) -> tuple[Any, ...] | None:
     """Run a statement prepared and return its first row."""
+    connection.close_if_health_check_failed()  # as Django's own cursors do (CONN_HEALTH_CHECKS)
     connection.ensure_connection()
     # Django's cursor wrapper, for its error translation and execute_wrapper hooks. Its debug
     # wrapper cannot read a prepared statement's text back, so the query log entry is made here.

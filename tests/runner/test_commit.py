@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import psycopg
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -266,3 +267,40 @@ def test_deleting_a_run_deletes_its_steps_evaluations_and_events(
     assert not StepRun.objects.filter(pk=step_run.pk).exists()
     assert not BranchEvaluation.objects.filter(step_run_id=step_run.pk).exists()
     assert not RunEvent.objects.filter(run_id=run.pk).exists()
+
+
+def test_a_claim_refuses_a_run_changed_since_it_was_read(
+    user: Any, two_steps: Recipe, monkeypatch: Any
+) -> None:
+    run = started(user, two_steps)
+    stale = execution._run_to_claim(run.pk)
+    # Another writer moves the run on without a lease: same token, seq and status.
+    moved = Run.objects.get(pk=run.pk)
+    events.record(moved, [("note", {})])
+    moved.next = {"step": "b"}
+    moved.save(update_fields=["event_seq", "next"])
+
+    monkeypatch.setattr(execution, "_run_to_claim", lambda run_id: stale)
+    assert claim_next_step(run.pk) is None
+
+    run.refresh_from_db()
+    assert (run.lease_token, run.claims, run.next) == ("", 0, {"step": "b"})
+    assert "step.started" not in event_types(run)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's prepared statements")
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_reconnects_when_the_database_dropped_the_connection(
+    user: Any, two_steps: Recipe
+) -> None:
+    run = started(user, two_steps)
+    connection.ensure_connection()
+    backend = connection.connection.info.backend_pid
+    with psycopg.connect(**connection.get_connection_params()) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [backend])
+    connection.close_if_unusable_or_obsolete()  # what Celery's Django fixup does before a task
+
+    claim = claim_next_step(run.pk)
+
+    assert claim is not None
+    assert connection.connection.info.backend_pid != backend
