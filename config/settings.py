@@ -90,8 +90,8 @@ if _db["ENGINE"] == "django.db.backends.postgresql":
     # Keep connections open across Celery tasks: closing and reopening costs ~10 ms a step.
     _db.setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
     _db["CONN_HEALTH_CHECKS"] = True
-    # The runner's per-step commit is a prepared statement (runner/fast_commit.py): planned once
-    # per connection. Django's own queries bind on the client and are never prepared. Turn off
+    # The runner's per-step statements are prepared (runner/fast_commit.py): planned once per
+    # connection. Django's own queries bind on the client and are never prepared. Turn off
     # behind a pooler that cannot keep prepared statements (PgBouncer < 1.21 in transaction mode).
     if env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
         _db.setdefault("OPTIONS", {}).setdefault("prepare_threshold", 5)

@@ -177,7 +177,7 @@ class RedisGroupPublisher:
     another thread, and handing each message over costs about a millisecond of thread switches
     per step. What it does is small: serialize the message with the layer's serializer and
     PUBLISH it to `{prefix}__group__{group}` on the group's shard (channels_redis.pubsub).
-    tests/runner/test_consumers.py checks that the layer's consumers receive it.
+    tests/runner/test_events.py checks that the layer's group members receive it.
     """
 
     def __init__(self, layer: RedisPubSubChannelLayer, config: dict[str, Any]) -> None:

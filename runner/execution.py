@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from contextlib import nullcontext, suppress
+from contextlib import suppress
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -95,8 +95,16 @@ def claim_next_step(run_id: int) -> Claim | None:
             "stopped before finishing",
         )
         pending.append(("run.finished", _finished_data(run)))
-        finished = ("status", "outcome", "error", "next", "finished_at", "lease_token")
-        changes = {name: getattr(run, name) for name in (*finished, "lease_expires_at")}
+        changed = (
+            "status",
+            "outcome",
+            "error",
+            "next",
+            "finished_at",
+            "lease_token",
+            "lease_expires_at",
+        )
+        changes = {name: getattr(run, name) for name in changed}
         with suppress(_Fenced):
             _write(run.pk, run.created_by_id, *read, changes, pending, exact_events=True)
         return None
@@ -300,19 +308,17 @@ def _write(
     """
     if connection.vendor == "postgresql":
         rows = [RunEvent(run_id=run_id, type=type_, data=data) for type_, data in pending]
-        # A savepoint inside a caller's transaction, so that a refused statement leaves it usable.
-        with transaction.atomic() if connection.in_atomic_block else nullcontext():
-            base = fast_commit.commit_step(
-                run_id=run_id,
-                token=token,
-                seq=seq,
-                statuses=sorted(RUNNABLE),
-                changes=changes,
-                run_events=rows,
-                step_run=step[0] if step else None,
-                evaluations=step[1] if step else (),
-                event_seq=event_seq if exact_events else None,
-            )
+        base = fast_commit.commit_step(
+            run_id=run_id,
+            token=token,
+            seq=seq,
+            statuses=sorted(RUNNABLE),
+            changes=changes,
+            run_events=rows,
+            step_run=step[0] if step else None,
+            evaluations=step[1] if step else (),
+            event_seq=event_seq if exact_events else None,
+        )
         if base is None:
             raise _Fenced
         events.push_on_commit(run_id, owner_id, rows)

@@ -1,4 +1,5 @@
-"""Commit a step's result (or a claim) on PostgreSQL in one prepared SQL statement.
+"""The runner's hot statements on PostgreSQL, each one prepared SQL statement: a step's
+commit (or a claim), a run's start, and the reads a claim needs.
 
 Through the ORM a step's commit is four statements inside its transaction: the fenced UPDATE of
 the run, the StepRun INSERT, the branch evaluations' INSERT and the events' INSERT. Each is a
@@ -24,13 +25,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from datetime import datetime
 from functools import cache
 from typing import Any, TypeVar
 
 import psycopg
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import connection, models
+from django.db import connection, models, transaction
 
 from workflows.models import RecipeVersion
 
@@ -54,7 +56,7 @@ class _PreparedCursor(psycopg.Cursor[Any]):
     """A server-side binding cursor whose statements are prepared on first use.
 
     Django's own cursors bind on the client and prepare nothing (for connection poolers); this
-    one is used for the commit statement only.
+    one runs this module's statements only.
     """
 
     def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
@@ -270,12 +272,19 @@ def _from_row(model: type[ModelT], row: Sequence[Any]) -> ModelT:
 
 
 def _execute(statement: str, params: list[Any]) -> tuple[Any, ...] | None:
-    """Run a statement prepared and return its first row."""
+    """Run a statement prepared and return its first row.
+
+    Outside a transaction the statement is its own (no BEGIN and COMMIT round trips); inside a
+    caller's, it runs in a savepoint, so that a refused statement leaves that one usable.
+    """
     connection.close_if_health_check_failed()  # as Django's own cursors do (CONN_HEALTH_CHECKS)
     connection.ensure_connection()
     # Django's cursor wrapper, for its error translation and execute_wrapper hooks. Its debug
     # wrapper cannot read a prepared statement's text back, so the query log entry is made here.
-    with connection.make_cursor(_PreparedCursor(connection.connection)) as cursor:
+    with (
+        transaction.atomic() if connection.in_atomic_block else nullcontext(),
+        connection.make_cursor(_PreparedCursor(connection.connection)) as cursor,
+    ):
         started = time.monotonic()
         cursor.execute(statement, params)
         row = cursor.fetchone()

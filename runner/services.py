@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from contextlib import nullcontext
-
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
@@ -112,10 +110,8 @@ def run_start(
         enqueued_at=timezone.now(),
     )
     if connection.vendor == "postgresql":
-        # One statement, its own transaction, as each step's commit (runner/fast_commit.py).
-        with transaction.atomic() if connection.in_atomic_block else nullcontext():
-            rows = [RunEvent(type=type_, data=data) for type_, data in queued]
-            fast_commit.start_run(run, rows)
+        rows = [RunEvent(type=type_, data=data) for type_, data in queued]
+        fast_commit.start_run(run, rows)  # one statement, as each step's commit
         send_on_commit(run.pk)  # first: a worker can start while the event is pushed
         events.push_on_commit(run.pk, user.pk, rows)
         return run

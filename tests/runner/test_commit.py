@@ -304,3 +304,22 @@ def test_a_claim_reconnects_when_the_database_dropped_the_connection(
 
     assert claim is not None
     assert connection.connection.info.backend_pid != backend
+
+
+def test_a_step_lost_too_many_times_fails_the_run_instead_of_running_again(
+    user: Any, two_steps: Recipe, settings: Any
+) -> None:
+    run = started(user, two_steps)
+    Run.objects.filter(pk=run.pk).update(claims=settings.RUN_MAX_STEP_CLAIMS, lease_token="gone")
+
+    assert claim_next_step(run.pk) is None
+
+    run.refresh_from_db()
+    assert (run.status, run.outcome, run.next, run.lease_token) == ("failed", "failed", {}, "")
+    assert run.error == (
+        f"step 'a' was lost {settings.RUN_MAX_STEP_CLAIMS} times: the workers running it "
+        "stopped before finishing"
+    )
+    assert event_types(run)[-1] == "run.finished"
+    assert run.event_seq == run.events.count()
+    assert not StepRun.objects.filter(run=run).exists()
