@@ -65,70 +65,44 @@ MAX_IMAGES = 10
 
 
 def recipe_document() -> dict[str, Any]:
-    keys = [f"s{i}" for i in range(1, STEPS + 1)]
-    return {
-        "format": "branchline.recipe/v1",
-        "slug": "bench-overhead",
-        "name": "Benchmark: runner overhead",
-        "inputs": {
+    from tests.factories import chain_document
+
+    broken = {"type": "pattern_match", "operator": "regex_match", "value": ERROR_PATTERN}
+    too_short = {"type": "length_check", "operator": "less_than", "value": MIN_LENGTH}
+    too_many = {"type": "field_compare", "operator": "greater_than", "value": MAX_IMAGES}
+    return chain_document(
+        slug="bench-overhead",
+        name="Benchmark: runner overhead",
+        actor="bench-writer",
+        steps=STEPS,
+        inputs={
             "topic": {"type": "string", "required": True},
             "image_count": {"type": "integer", "default": 2},
         },
-        "actors": {"writer": "bench-writer"},
-        "steps": [
+        branches=[
             {
-                "key": key,
-                "name": key.upper(),
-                "kind": "llm",
-                "actor": "writer",
-                "prompt": f"Part {i} of a story about {{topic}}.",
-                "branches": [
-                    {
-                        "name": "broken",
-                        "priority": 1,
-                        "when": {
-                            "type": "pattern_match",
-                            "operator": "regex_match",
-                            "value": ERROR_PATTERN,
-                        },
-                        "action": "END_RECIPE",
-                        "target": "@end",
-                    },
-                    {
-                        "name": "too_short",
-                        "priority": 2,
-                        "when": {
-                            "type": "length_check",
-                            "operator": "less_than",
-                            "value": MIN_LENGTH,
-                        },
-                        "action": "REQUEST_MORE_DETAIL",
-                        "target": "@repeat",
-                    },
-                    {
-                        "name": "too_many_images",
-                        "priority": 3,
-                        "when": {
-                            "type": "field_compare",
-                            "operator": "greater_than",
-                            "value": MAX_IMAGES,
-                            "field": "image_count",
-                        },
-                        "action": "END_RECIPE",
-                        "target": "@end",
-                    },
-                    {
-                        "name": "onward",
-                        "priority": 999,
-                        "when": {"type": "default"},
-                        "action": "CONTINUE",
-                        "target": keys[i] if i < STEPS else "@complete",
-                    },
-                ],
-            }
-            for i, key in enumerate(keys, start=1)
+                "name": "broken",
+                "priority": 1,
+                "when": broken,
+                "action": "END_RECIPE",
+                "target": "@end",
+            },
+            {
+                "name": "too_short",
+                "priority": 2,
+                "when": too_short,
+                "action": "REQUEST_MORE_DETAIL",
+                "target": "@repeat",
+            },
+            {
+                "name": "too_many_images",
+                "priority": 3,
+                "when": {**too_many, "field": "image_count"},
+                "action": "END_RECIPE",
+                "target": "@end",
+            },
         ],
-    }
+    )
 
 
 # --------------------------------------------------------------------------------------------

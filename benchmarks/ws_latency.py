@@ -45,44 +45,22 @@ REPLY = "The keeper lit the lamp, and the ships came home safely through the sto
 
 
 def recipe_document() -> dict[str, Any]:
-    keys = [f"s{i}" for i in range(1, STEPS + 1)]
-    return {
-        "format": "branchline.recipe/v1",
-        "slug": "bench-ws",
-        "name": "Benchmark: websocket latency",
-        "inputs": {"topic": {"type": "string", "required": True}},
-        "actors": {"writer": "bench-ws-writer"},
-        "steps": [
-            {
-                "key": key,
-                "name": key.upper(),
-                "kind": "llm",
-                "actor": "writer",
-                "prompt": f"Part {i} of a story about {{topic}}.",
-                "branches": [
-                    {
-                        "name": "broken",
-                        "priority": 1,
-                        "when": {
-                            "type": "pattern_match",
-                            "operator": "regex_match",
-                            "value": "(error|failed)",
-                        },
-                        "action": "END_RECIPE",
-                        "target": "@end",
-                    },
-                    {
-                        "name": "next",
-                        "priority": 2,
-                        "when": {"type": "default"},
-                        "action": "CONTINUE",
-                        "target": keys[i] if i < STEPS else "@complete",
-                    },
-                ],
-            }
-            for i, key in enumerate(keys, start=1)
-        ],
+    from tests.factories import chain_document
+
+    broken = {
+        "name": "broken",
+        "priority": 1,
+        "when": {"type": "pattern_match", "operator": "regex_match", "value": "(error|failed)"},
+        "action": "END_RECIPE",
+        "target": "@end",
     }
+    return chain_document(
+        slug="bench-ws",
+        name="Benchmark: websocket latency",
+        actor="bench-ws-writer",
+        steps=STEPS,
+        branches=[broken],
+    )
 
 
 # --- set-up ---------------------------------------------------------------------------------

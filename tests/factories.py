@@ -118,3 +118,44 @@ class RecipeDocumentFactory(factory.DictFactory):
 def recipe_document(**fields: Any) -> dict[str, Any]:
     """Return a fresh minimal valid document, with `fields` replacing its top-level keys."""
     return copy.deepcopy(RecipeDocumentFactory(**fields))
+
+
+def chain_document(
+    *,
+    slug: str,
+    actor: str,
+    steps: int,
+    branches: list[dict[str, Any]],
+    name: str | None = None,
+    inputs: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A linear recipe of LLM steps `s1`…`sN` by one `writer` alias (the actor named `actor`):
+    each step has `branches`, then a default branch on to the next step (the last completes)."""
+    keys = [f"s{i}" for i in range(1, steps + 1)]
+    return {
+        "format": "branchline.recipe/v1",
+        "slug": slug,
+        "name": name or slug.title(),
+        "inputs": inputs or {"topic": {"type": "string", "required": True}},
+        "actors": {"writer": actor},
+        "steps": [
+            {
+                "key": key,
+                "name": key.upper(),
+                "kind": "llm",
+                "actor": "writer",
+                "prompt": f"Part {i} of a story about {{topic}}.",
+                "branches": [
+                    *copy.deepcopy(branches),
+                    {
+                        "name": "onward",
+                        "priority": 999,
+                        "when": {"type": "default"},
+                        "action": "CONTINUE",
+                        "target": keys[i] if i < steps else "@complete",
+                    },
+                ],
+            }
+            for i, key in enumerate(keys, start=1)
+        ],
+    }

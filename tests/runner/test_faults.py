@@ -33,7 +33,7 @@ from config.celery import app as celery_app
 from runner import maintenance, services
 from runner.models import BranchEvaluation, Run, RunEvent, StepRun
 from runner.status import TERMINAL, RunStatus
-from tests.factories import ActorFactory
+from tests.factories import ActorFactory, chain_document
 from tests.runner.worker_process import (
     QUEUE,
     WorkerProcess,
@@ -58,51 +58,21 @@ LEASE_SECONDS = 2
 
 def fault_document(slug: str, actor: str, steps: int) -> dict[str, Any]:
     """A linear recipe of `steps` LLM steps, each with a regex, a length and a default branch."""
-    keys = [f"s{i}" for i in range(1, steps + 1)]
-    return {
-        "format": "branchline.recipe/v1",
-        "slug": slug,
-        "name": slug.title(),
-        "inputs": {"topic": {"type": "string", "required": True}},
-        "actors": {"writer": actor},
-        "steps": [
-            {
-                "key": key,
-                "name": key.upper(),
-                "kind": "llm",
-                "actor": "writer",
-                "prompt": f"Part {i} of a story about {{topic}}.",
-                "branches": [
-                    {
-                        "name": "broken",
-                        "priority": 1,
-                        "when": {
-                            "type": "pattern_match",
-                            "operator": "regex_match",
-                            "value": "(error|failed)",
-                        },
-                        "action": "END_RECIPE",
-                        "target": "@end",
-                    },
-                    {
-                        "name": "too_short",
-                        "priority": 2,
-                        "when": {"type": "length_check", "operator": "less_than", "value": 20},
-                        "action": "REQUEST_MORE_DETAIL",
-                        "target": "@repeat",
-                    },
-                    {
-                        "name": "onward",
-                        "priority": 999,
-                        "when": {"type": "default"},
-                        "action": "CONTINUE",
-                        "target": keys[i] if i < steps else "@complete",
-                    },
-                ],
-            }
-            for i, key in enumerate(keys, start=1)
-        ],
+    too_short = {
+        "name": "too_short",
+        "priority": 2,
+        "when": {"type": "length_check", "operator": "less_than", "value": 20},
+        "action": "REQUEST_MORE_DETAIL",
+        "target": "@repeat",
     }
+    broken = {
+        "name": "broken",
+        "priority": 1,
+        "when": {"type": "pattern_match", "operator": "regex_match", "value": "(error|failed)"},
+        "action": "END_RECIPE",
+        "target": "@end",
+    }
+    return chain_document(slug=slug, actor=actor, steps=steps, branches=[broken, too_short])
 
 
 def published(owner: Any, document: dict[str, Any]) -> Recipe:
