@@ -219,7 +219,20 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600, "polling_interval": 0.05}
+# A Redis that is down or frozen must not hold up a request that sends a run's message: each
+# send is one try bounded by these timeouts (runner.execution.send), and the reaper resends a
+# message that did not leave. Workers reconnect by themselves.
+BROKER_TIMEOUT_SECONDS = env.float("BROKER_TIMEOUT_SECONDS", default=2.0)
+CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_TIMEOUT_SECONDS
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": 3600,
+    "polling_interval": 0.05,
+    "socket_timeout": BROKER_TIMEOUT_SECONDS,
+    "socket_connect_timeout": BROKER_TIMEOUT_SECONDS,
+}
+# Redis serves priority 0 first: messages of recovered runs (runner.execution.RECOVERY_PRIORITY)
+# go before those of runs queued in the ordinary way.
+CELERY_TASK_DEFAULT_PRIORITY = 5
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
@@ -236,7 +249,7 @@ RUN_TIME_SLICE_SECONDS = env.float("RUN_TIME_SLICE_SECONDS", default=2.0)
 RUN_REQUEUE_AFTER_SECONDS = env.int("RUN_REQUEUE_AFTER_SECONDS", default=60)
 RUN_BEAT_INTERVAL_SECONDS = env.float("RUN_BEAT_INTERVAL_SECONDS", default=5.0)
 CELERY_BEAT_SCHEDULE = {
-    "reap-runs": {"task": "runner.reap_runs", "schedule": 15.0},
+    "reap-runs": {"task": "runner.reap_runs", "schedule": RUN_BEAT_INTERVAL_SECONDS},
     "expire-tasks": {"task": "runner.expire_tasks", "schedule": 10.0},
 }
 

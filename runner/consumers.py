@@ -17,14 +17,22 @@ Messages sent to the browser, as JSON:
     {"type": "status", "run": ID, "status": "...", "outcome": "..."}
 
 A connection the user may not open (anonymous, or a run they may not see) is closed before it is
-accepted, which the browser sees as a failed handshake.
+accepted, which the browser sees as a failed handshake. What a client sends is checked: a text
+frame of at most 4 KiB (else close 1009), JSON (else 1007), an object of a known shape (else
+4400); only `/ws/runs/` takes messages.
+
+Pushes travel through Redis and are lost while it is unreachable. The event log is not: every
+server process checks the runs its clients watch against the log every couple of seconds and
+sends what they missed, so a run that finished during an outage shows finished soon after.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import weakref
+from collections import defaultdict
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -36,7 +44,7 @@ from workflows.validators import whole_number
 
 from . import events
 from .human import task_payload
-from .models import RunEvent
+from .models import Run, RunEvent
 from .selectors import runs_visible_to, tasks_for_reviewer
 from .status import TERMINAL
 
@@ -47,6 +55,11 @@ log = logging.getLogger(__name__)
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_BAD_REQUEST = 4400
+CLOSE_TOO_BIG = 1009  # RFC 6455: a message too big to process
+CLOSE_NOT_JSON = 1007  # RFC 6455: data inconsistent with the message type
+MAX_FRAME_CHARS = 4096
+
+CATCH_UP_INTERVAL_S = 2.0
 
 REPLAY_BATCH = 500
 MAX_WATCHED_RUNS = 200
@@ -69,10 +82,82 @@ async def _keep_listening(layer: Any) -> None:
         await layer.new_channel("keep-listening.")
 
 
+class _CatchUp:
+    """The run monitors of one server loop, checked against the event log every few seconds.
+
+    One query a round for every run watched in this process, however many watch it; a monitor
+    behind the log (its pushes were lost) is sent what it missed.
+    """
+
+    def __init__(self) -> None:
+        self.watchers: defaultdict[int, set[RunEventsConsumer]] = defaultdict(set)
+        self.task = asyncio.create_task(self._run())
+
+    def add(self, consumer: RunEventsConsumer) -> None:
+        self.watchers[consumer.run_id].add(consumer)
+
+    def discard(self, consumer: RunEventsConsumer) -> None:
+        watchers = self.watchers.get(consumer.run_id)
+        if watchers is not None:
+            watchers.discard(consumer)
+            if not watchers:
+                del self.watchers[consumer.run_id]
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(CATCH_UP_INTERVAL_S)
+            if not self.watchers:
+                continue
+            try:
+                latest = await _latest_event_seqs(list(self.watchers))
+                for run_id, seq in latest.items():
+                    for consumer in list(self.watchers.get(run_id, ())):
+                        if consumer.last_seq < seq:
+                            await consumer.catch_up()
+            except Exception:  # the database may be down too: try again next round
+                log.warning("catching up run monitors failed", exc_info=True)
+
+
+@database_sync_to_async
+def _latest_event_seqs(run_ids: list[int]) -> dict[int, int]:
+    return dict(Run.objects.filter(pk__in=run_ids).values_list("pk", "event_seq"))
+
+
+_catch_ups: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _CatchUp] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _catch_up() -> _CatchUp:
+    loop = asyncio.get_running_loop()
+    catch_up = _catch_ups.get(loop)
+    if catch_up is None or catch_up.task.done():
+        catch_up = _catch_ups[loop] = _CatchUp()
+    return catch_up
+
+
 class _Consumer(AsyncJsonWebsocketConsumer):
     async def websocket_connect(self, message: dict[str, Any]) -> None:
         await _keep_listening(self.channel_layer)
         await super().websocket_connect(message)
+
+    async def receive(
+        self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
+    ) -> None:
+        """Check a client's frame before anything reads it; close on one that is not JSON."""
+        if text_data is None or len(text_data) > MAX_FRAME_CHARS:
+            await self.close(code=CLOSE_TOO_BIG if text_data else CLOSE_NOT_JSON)
+            return
+        try:
+            content = json.loads(text_data)
+        except ValueError:
+            await self.close(code=CLOSE_NOT_JSON)
+            return
+        await self.receive_json(content, **kwargs)
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        """Refuse messages: only the run list's socket takes any."""
+        await self.close(code=CLOSE_BAD_REQUEST)
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """Call the message's handler without Channels' connection clean-up hop first.
@@ -133,6 +218,9 @@ class RunEventsConsumer(_Consumer):
         task = getattr(self, "replay_task", None)
         if task is not None and not task.done():
             task.cancel()
+        catch_up = _catch_ups.get(asyncio.get_running_loop())
+        if catch_up is not None:
+            catch_up.discard(self)
 
     async def _replay(self) -> None:
         try:
@@ -151,11 +239,23 @@ class RunEventsConsumer(_Consumer):
                 for message in held:
                     await self._forward(message)
                 await self.send_json({"type": "replayed", "last": self.last_seq})
+            _catch_up().add(self)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("run %s: replay failed", self.run_id)
             await self.close(code=1011)
+
+    async def catch_up(self) -> None:
+        """Send the events of the log this client has not had (their pushes were lost)."""
+        async with self.send_lock:
+            while True:
+                batch = await self.fetch_events(self.last_seq, REPLAY_BATCH)
+                if batch:
+                    self.last_seq = batch[-1]["seq"]
+                    await self.send_json({"type": "events", "events": batch})
+                if len(batch) < REPLAY_BATCH:
+                    return
 
     @database_sync_to_async
     def fetch_events(self, after: int, limit: int) -> list[dict[str, Any]]:
@@ -259,7 +359,8 @@ class RunListConsumer(_Consumer):
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         """Watch the runs listed in `{"watch": [id, ...]}` that the user may see and are active."""
         ids = content.get("watch") if isinstance(content, dict) else None
-        if not isinstance(ids, list):
+        if not isinstance(ids, list) or len(content) != 1:
+            await self.close(code=CLOSE_BAD_REQUEST)
             return
         wanted = {i for i in ids if isinstance(i, int) and not isinstance(i, bool)} - self.watched
         room = MAX_WATCHED_RUNS - len(self.watched)

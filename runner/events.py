@@ -22,6 +22,7 @@ from channels_redis.utils import _consistent_hash, decode_hosts
 from django.conf import settings
 from django.db import transaction
 
+from . import outages
 from .models import Run, RunEvent
 
 log = logging.getLogger(__name__)
@@ -186,10 +187,16 @@ class RedisGroupPublisher:
         self.shards = [_redis_client(host) for host in decode_hosts(config.get("hosts"))]
 
     def group_send(self, group: str, message: dict[str, Any]) -> None:
+        """Publish the message; if Redis cannot take it, drop it (consumers catch up from the
+        event log) and skip Redis for a moment rather than wait on it at every push."""
+        if outages.channel_layer.is_open():
+            return
         channel = f"{self.prefix}__group__{group}"
         shard = self.shards[_consistent_hash(channel, len(self.shards))]
         try:
             shard.publish(channel, self.layer.serialize(message))
+        except redis.RedisError as exc:
+            outages.channel_layer.trip(exc)
         except Exception as exc:  # after a commit: a push that fails must not stop the worker
             log.warning("could not push an event: %s", exc)
 

@@ -25,6 +25,7 @@ from workflows.models import RecipeVersion
 from . import actors, events, fast_commit
 from .claims import SCRIPTED_TIMEOUT, Claim, StepOutcome, lease_seconds, version_graph
 from .models import BranchEvaluation, HumanTask, Run, RunEvent, StepRun
+from .outages import DATABASE_ERRORS, broker
 from .status import RUNNABLE, Outcome, RunStatus, StepStatus, TaskStatus, check_transition
 from .steps import LeaseKeeper, execute
 
@@ -34,44 +35,92 @@ log = logging.getLogger(__name__)
 # The loop a Celery task runs
 
 
-def advance(run_id: int, *, time_slice: float | None = None) -> None:
+def advance(run_id: int, *, time_slice: float | None = None, resume_token: str = "") -> None:
     """Execute the run's runnable steps one by one until it waits, ends, or the slice is used.
 
     Each step's commit claims the next one in the same transaction while the slice lasts, and
-    hands the run back to the queue once it is used.
+    hands the run back to the queue once it is used. A database that goes away mid-step raises
+    `Interrupted` with the lease token held, so that a retry can take the step again at once
+    (`resume_token`) instead of waiting for the lease to run out.
     """
     slice_s = settings.RUN_TIME_SLICE_SECONDS if time_slice is None else time_slice
     deadline = time.monotonic() + slice_s
-    claim = claim_next_step(run_id)
+    try:
+        claim = claim_next_step(run_id, resume_token=resume_token)
+    except DATABASE_ERRORS as exc:
+        raise Interrupted(run_id, "") from exc
     if claim is None:
         return
     # One lease token for the slice: each commit checks it together with the step's seq.
-    with LeaseKeeper(claim.run_id, claim.token):
-        while claim is not None:
-            outcome, decision = execute(claim)
-            claim = commit(claim, outcome, decision, go_on=time.monotonic() < deadline)
+    try:
+        with LeaseKeeper(claim.run_id, claim.token):
+            while claim is not None:
+                outcome, decision = execute(claim)
+                claim = commit(claim, outcome, decision, go_on=time.monotonic() < deadline)
+    except DATABASE_ERRORS as exc:
+        raise Interrupted(run_id, claim.token if claim else "") from exc
 
 
-def enqueue(run_id: int) -> None:
+class Interrupted(Exception):
+    """The database went away while a run was advanced; nothing half-done was committed."""
+
+    def __init__(self, run_id: int, token: str) -> None:
+        super().__init__(f"run {run_id}: interrupted by a database outage")
+        self.run_id, self.token = run_id, token
+
+
+# Messages of runs that were interrupted or lost jump the queue (with Redis, 0 is served first;
+# CELERY_TASK_DEFAULT_PRIORITY is below it), so that a recovered run does not wait behind every
+# run queued since.
+RECOVERY_PRIORITY = 0
+
+
+def enqueue(run_id: int, *, priority: int | None = None) -> None:
     """Ask a worker to look at the run (after the current transaction commits, if any)."""
     Run.objects.filter(pk=run_id).update(enqueued_at=timezone.now())
-    send_on_commit(run_id)
+    send_on_commit(run_id, priority=priority)
 
 
-def send_on_commit(run_id: int) -> None:
+def send_on_commit(run_id: int, *, priority: int | None = None) -> None:
     """Send the run's message once the current transaction commits; the caller has set the
     run's `enqueued_at` in it (the reaper resends messages that never left)."""
+    transaction.on_commit(lambda: send(run_id, priority=priority))
+
+
+def send(run_id: int, *, priority: int | None = None) -> bool:
+    """Send the run's message now; return whether the broker took it.
+
+    What the message asks for is already committed, so a broker that is down or frozen must
+    not fail (or hold up) the caller: the send is bounded by the broker's socket timeouts,
+    and a run whose message did not leave is marked for the reaper's next tick.
+    """
     from .tasks import advance_run
 
-    transaction.on_commit(lambda: advance_run.delay(run_id))
+    if broker.is_open():
+        sent = False
+    else:
+        try:
+            advance_run.apply_async((run_id,), priority=priority, retry=False)
+            sent = True
+        except Exception as exc:  # kombu's and redis-py's errors have no common base
+            broker.trip(exc)
+            sent = False
+    if not sent:
+        log.warning("run %s: the broker is unreachable; the reaper will send it", run_id)
+        with suppress(*DATABASE_ERRORS):
+            Run.objects.filter(pk=run_id).update(enqueued_at=None)
+    return sent
 
 
 # --------------------------------------------------------------------------------------------
 # Claim
 
 
-def claim_next_step(run_id: int) -> Claim | None:
+def claim_next_step(run_id: int, *, resume_token: str = "") -> Claim | None:
     """Take the lease on the run's next step, or return None if there is nothing to take.
+
+    A live lease is taken only by the worker that holds its token (`resume_token`): a task
+    retried after a database outage goes on with the step it was running.
 
     The run is read without a lock; the claim's write is fenced by what was read (the lease
     token, the next step's seq, a runnable status, the count of its events), so that of two
@@ -82,7 +131,8 @@ def claim_next_step(run_id: int) -> Claim | None:
     run = _run_to_claim(run_id)
     if run is None or run.status not in RUNNABLE or not run.next.get("step"):
         return None
-    if run.lease_token and run.lease_expires_at and run.lease_expires_at > now:
+    leased = run.lease_token and run.lease_expires_at and run.lease_expires_at > now
+    if leased and run.lease_token != resume_token:
         return None  # another worker holds it
     read = (run.lease_token, run.next_seq, run.event_seq)
     pending: list[tuple[str, dict[str, Any]]] = []

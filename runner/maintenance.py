@@ -9,8 +9,12 @@ from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
-from .execution import enqueue
+from config.celery import app as celery_app
+
+from .execution import RECOVERY_PRIORITY, enqueue
+from .idempotency import forget_old_keys
 from .models import Run
+from .outages import broker
 from .status import RUNNABLE
 
 log = logging.getLogger(__name__)
@@ -21,9 +25,13 @@ def reap(*, now: object = None) -> int:
 
     A message may vanish (Redis restarted or wiped) and a worker may die holding a lease; both
     leave a runnable run that nothing looks at. Enqueueing twice is harmless: claims are atomic.
+    Once the broker is seen to have restarted, every waiting run is sent again at once: a
+    Redis that keeps nothing on disk comes back with empty queues.
     """
     now = now or timezone.now()
     stale = now - timedelta(seconds=settings.RUN_REQUEUE_AFTER_SECONDS)
+    if broker_restarted():
+        stale = now
     # A run whose lease ran out is handed back once, then again only if no worker has taken it
     # for a while: not at every tick while its message waits its turn behind a long queue.
     handed_back = Q(enqueued_at__gt=F("lease_expires_at"), enqueued_at__gte=stale)
@@ -39,8 +47,34 @@ def reap(*, now: object = None) -> int:
     ids = list(runs.values_list("pk", flat=True))
     for run_id in ids:
         log.info("run %s: handing it to a worker again", run_id)
-        enqueue(run_id)
+        enqueue(run_id, priority=RECOVERY_PRIORITY)
+    forget_old_keys(now=now)
     return len(ids)
+
+
+_broker_run_id: str | None = None
+
+
+def broker_restarted() -> bool:
+    """Return whether the broker's Redis has restarted since this process last looked.
+
+    Redis gives each start of its server a new `run_id`. Other brokers (the embedded in-memory
+    one lives and dies with this process) never count as restarted.
+    """
+    global _broker_run_id
+    if not settings.REDIS_URL or broker.is_open():
+        return False
+    try:
+        with celery_app.connection_for_read() as conn:
+            run_id = conn.default_channel.client.info("server")["run_id"]
+    except Exception as exc:  # the broker is down: the next tick looks again
+        broker.trip(exc)
+        return False
+    restarted = _broker_run_id is not None and run_id != _broker_run_id
+    _broker_run_id = run_id
+    if restarted:
+        log.warning("the broker restarted: sending every waiting run again")
+    return restarted
 
 
 def recover_on_start() -> int:
@@ -57,7 +91,7 @@ def recover_on_start() -> int:
         .values_list("pk", flat=True)
     )
     for run_id in ids:
-        enqueue(run_id)
+        enqueue(run_id, priority=RECOVERY_PRIORITY)
     if ids:
         log.info("picked up %d unfinished runs", len(ids))
     return len(ids)

@@ -23,6 +23,7 @@ from workflows import engine
 from . import actors, events
 from .claims import TOKEN_PUSH_INTERVAL_S, Claim, StepOutcome, lease_seconds
 from .models import HumanTask, Run, StepRun
+from .outages import DATABASE_ERRORS
 from .providers import ProviderError, ProviderTimeoutError
 from .status import StepStatus, TaskStatus
 
@@ -76,6 +77,8 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
             outcome = _execute_llm(claim, session)
     except (LookupError, engine.EngineError) as exc:
         outcome = StepOutcome(status=StepStatus.FAILED, error=str(exc))
+    except DATABASE_ERRORS:
+        raise  # the database went away, not the step: the task is retried (runner.tasks)
     except Exception as exc:
         # Anything else is a bug here or in a provider: fail the step once, with the reason,
         # rather than leave the lease to expire and run the (paid) step again and again.
@@ -370,9 +373,14 @@ class LeaseKeeper:
         interval = lease_seconds() / 3
         try:
             while not self.stop.wait(interval):
-                Run.objects.filter(pk=self.run_id, lease_token=self.token).update(
-                    lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds())
-                )
+                try:
+                    Run.objects.filter(pk=self.run_id, lease_token=self.token).update(
+                        lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds())
+                    )
+                except DATABASE_ERRORS as exc:
+                    # Keep trying: the lease must not lapse because of a short outage.
+                    log.warning("run %s: could not renew the lease: %s", self.run_id, exc)
+                    connection.close()
         finally:
             connection.close()
 

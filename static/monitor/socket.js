@@ -9,7 +9,7 @@
  * Messages are JSON; callers render their text with textContent, never as HTML.
  */
 
-const MAX_DELAY_MS = 30000;
+const MAX_DELAY_MS = 10000;
 
 export class LiveSocket {
   constructor(path, { onMessage, onOpen, onState } = {}) {
@@ -49,8 +49,9 @@ export class LiveSocket {
     ws.addEventListener("close", () => {
       if (this.closed || this.ws !== ws) return;
       // A refused handshake looks like any dropped connection to a browser: back off and retry.
+      // Jitter spreads the reconnects of many pages after a server restart.
       this.onState("reconnecting");
-      window.setTimeout(() => this.open(), this.delay);
+      window.setTimeout(() => this.open(), this.delay * (0.75 + Math.random() / 2));
       this.delay = Math.min(this.delay * 2, MAX_DELAY_MS);
     });
     return this;

@@ -400,3 +400,101 @@ async def test_a_server_loop_keeps_one_subscription_so_its_layer_never_stops_rea
         await consumers._keep_listening(Layer())
 
     assert subscribed == ["keep-listening."]
+
+
+# --- pushes lost while Redis was away ----------------------------------------------------
+
+
+async def test_it_sends_events_whose_pushes_were_lost(
+    story_recipe: Recipe, owner: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(consumers, "CATCH_UP_INTERVAL_S", 0.2)
+    run = await sync_to_async(new_run)(story_recipe, owner)
+    communicator, connected, _ = await connect(f"/ws/runs/{run.pk}/", owner)
+    assert connected
+    assert (await communicator.receive_json_from(timeout=5))["type"] == "replayed"
+
+    # The run finishes, and none of its pushes reaches the layer (Redis was unreachable).
+    def finish_quietly() -> None:
+        with transaction.atomic():
+            locked = Run.objects.select_for_update().get(pk=run.pk)
+            events.record(locked, [("step.finished", {}), ("run.finished", {"status": "ok"})])
+            locked.save(update_fields=["event_seq"])
+            transaction.get_connection().run_on_commit.clear()
+
+    await sync_to_async(finish_quietly)()
+
+    message = await communicator.receive_json_from(timeout=5)
+    assert [(e["seq"], e["type"]) for e in message["events"]] == [
+        (1, "step.finished"),
+        (2, "run.finished"),
+    ]
+    await communicator.disconnect()
+
+
+async def test_a_caught_up_event_is_not_sent_again_when_its_push_arrives_late(
+    story_recipe: Recipe, owner: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(consumers, "CATCH_UP_INTERVAL_S", 0.2)
+    run = await sync_to_async(new_run)(story_recipe, owner)
+    communicator, connected, _ = await connect(f"/ws/runs/{run.pk}/", owner)
+    assert connected
+    assert (await communicator.receive_json_from(timeout=5))["type"] == "replayed"
+
+    def commit_quietly() -> list[dict[str, Any]]:
+        with transaction.atomic():
+            locked = Run.objects.select_for_update().get(pk=run.pk)
+            rows = events.record(locked, [("step.started", {})])
+            locked.save(update_fields=["event_seq"])
+            transaction.get_connection().run_on_commit.clear()
+        return [events.serialize_event(row) for row in rows]
+
+    late = await sync_to_async(commit_quietly)()
+    assert await receive_events(communicator, until_seq=1) == [1]
+    await get_channel_layer().group_send(
+        events.run_group(run.pk), {"type": "run.events", "run": run.pk, "events": late}
+    )
+
+    assert await communicator.receive_nothing(timeout=0.5)
+    await communicator.disconnect()
+
+
+# --- what clients send ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "frame", "code"),
+    [
+        ("/ws/runs/", "not json", consumers.CLOSE_NOT_JSON),
+        ("/ws/runs/", "{", consumers.CLOSE_NOT_JSON),
+        ("/ws/runs/", '{"watch": [1]}' + " " * 5000, consumers.CLOSE_TOO_BIG),
+        ("/ws/runs/", '"watch"', consumers.CLOSE_BAD_REQUEST),
+        ("/ws/runs/", '{"watch": 1}', consumers.CLOSE_BAD_REQUEST),
+        ("/ws/runs/", '{"watch": [1], "also": 2}', consumers.CLOSE_BAD_REQUEST),
+        ("/ws/runs/", '{"unwatch": [1]}', consumers.CLOSE_BAD_REQUEST),
+        ("/ws/reviews/", '{"watch": [1]}', consumers.CLOSE_BAD_REQUEST),
+        ("/ws/runs/{run}/", '{"type": "ping"}', consumers.CLOSE_BAD_REQUEST),
+        ("/ws/runs/{run}/", "x" * (2 * 1024 * 1024), consumers.CLOSE_TOO_BIG),
+    ],
+)
+async def test_it_closes_on_a_frame_it_does_not_take(
+    story_recipe: Recipe, owner: Any, path: str, frame: str, code: int
+) -> None:
+    run = await sync_to_async(new_run)(story_recipe, owner)
+    communicator, connected, _ = await connect(path.format(run=run.pk), owner)
+    assert connected
+
+    await communicator.send_to(text_data=frame)
+
+    while (message := await communicator.receive_output(timeout=5))["type"] != "websocket.close":
+        pass
+    assert message["code"] == code
+
+
+async def test_it_closes_on_a_binary_frame(owner: Any) -> None:
+    communicator, connected, _ = await connect("/ws/runs/", owner)
+    assert connected
+
+    await communicator.send_to(bytes_data=b'{"watch": [1]}')
+
+    assert (await communicator.receive_output(timeout=5))["code"] == consumers.CLOSE_NOT_JSON
