@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 from django.conf import settings
+from django.test import Client, override_settings
 from openapi_spec_validator import validate
 
 pytestmark = pytest.mark.django_db
@@ -75,6 +77,34 @@ def test_the_docs_page_loads_for_a_user(api: Any) -> None:
 
     assert response.status_code == 200
     assert b"swagger" in response.content.lower()
+
+
+def test_the_docs_page_loads_swagger_ui_from_our_own_static_files(api: Any) -> None:
+    page = api.get("/api/docs/").content.decode()
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page)
+    static_url = "/" + settings.STATIC_URL.lstrip("/")
+
+    assert {Path(a).name for a in assets} >= {
+        "swagger-ui.css",
+        "swagger-ui-bundle.js",
+        "swagger-ui-standalone-preset.js",
+        "favicon-32x32.png",
+    }
+    assert all(a.startswith(static_url) for a in assets), assets
+    assert not re.search(r"https?://|cdn|unpkg|jsdelivr", page, re.IGNORECASE)
+
+
+@override_settings(WHITENOISE_USE_FINDERS=True, WHITENOISE_AUTOREFRESH=True)
+def test_the_docs_page_assets_are_served(api: Any) -> None:
+    # Served from the app's static folders as collectstatic gathers them; a new client loads
+    # WhiteNoise with these settings.
+    page = api.get("/api/docs/").content.decode()
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page)
+
+    for asset in assets:
+        response = Client().get(asset)
+        assert response.status_code == 200, asset
+        assert b"".join(response.streaming_content), asset
 
 
 def test_the_schema_is_closed_to_anonymous_callers(anon_api: Any) -> None:
