@@ -16,9 +16,18 @@ from workflows.validators import whole_number
 
 from . import human, selectors, services
 from .events import serialize_event
+from .idempotency import HEADER, respond_once
 from .inputs import InputsInvalid
 from .models import HumanTask, Run, StepRun
 from .status import RunStatus
+
+IDEMPOTENCY_KEY = OpenApiParameter(
+    HEADER,
+    str,
+    OpenApiParameter.HEADER,
+    description="Send a repeated request with the same key to get the first answer again "
+    "instead of acting twice (kept 24 hours; only successful answers are kept).",
+)
 
 
 class RunStartInput(serializers.Serializer):
@@ -141,25 +150,33 @@ class DecideInput(serializers.Serializer):
 
 
 class RecipeRunsApi(APIView):
-    @extend_schema(request=RunStartInput, responses={201: RunDetailOutput})
+    @extend_schema(
+        request=RunStartInput,
+        parameters=[IDEMPOTENCY_KEY],
+        responses={201: RunDetailOutput},
+    )
     def post(self, request: Request, slug: str) -> Response:
         """Start a run; `script` makes it a dry run with scripted answers per actor alias."""
         recipe = recipe_get(user=request.user, slug=slug)
         data = RunStartInput(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            run = services.run_start(
-                user=request.user,
-                recipe=recipe,
-                inputs=data.validated_data["inputs"],
-                script=data.validated_data.get("script"),
-                version=data.validated_data.get("version"),
-            )
-        except InputsInvalid as exc:
-            return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
-        except services.RunNotStartable as exc:
-            return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
-        return Response(RunDetailOutput(run).data, status=status.HTTP_201_CREATED)
+
+        def start() -> Response:
+            try:
+                run = services.run_start(
+                    user=request.user,
+                    recipe=recipe,
+                    inputs=data.validated_data["inputs"],
+                    script=data.validated_data.get("script"),
+                    version=data.validated_data.get("version"),
+                )
+            except InputsInvalid as exc:
+                return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
+            except services.RunNotStartable as exc:
+                return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
+            return Response(RunDetailOutput(run).data, status=status.HTTP_201_CREATED)
+
+        return respond_once(request, start)
 
 
 class RunListApi(APIView):
@@ -220,19 +237,25 @@ class TaskListApi(APIView):
 
 
 class TaskDecideApi(APIView):
-    @extend_schema(request=DecideInput, responses=TaskOutput)
+    @extend_schema(request=DecideInput, parameters=[IDEMPOTENCY_KEY], responses=TaskOutput)
     def post(self, request: Request, task_id: int) -> Response:
         task = selectors.task_visible(user=request.user, task_id=task_id)
         data = DecideInput(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            task = human.task_decide(task_id=task.pk, user=request.user, **data.validated_data)
-        except human.NotInGroup as exc:
-            raise PermissionDenied(str(exc)) from None
-        except human.TaskClosed as exc:
-            return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
-        except human.BadDecision as exc:
-            return Response({"errors": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
-        except HumanTask.DoesNotExist:
-            raise NotFound() from None
-        return Response(TaskOutput(task).data)
+
+        def decide() -> Response:
+            try:
+                decided = human.task_decide(
+                    task_id=task.pk, user=request.user, **data.validated_data
+                )
+            except human.NotInGroup as exc:
+                raise PermissionDenied(str(exc)) from None
+            except human.TaskClosed as exc:
+                return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
+            except human.BadDecision as exc:
+                return Response({"errors": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+            except HumanTask.DoesNotExist:
+                raise NotFound() from None
+            return Response(TaskOutput(decided).data)
+
+        return respond_once(request, decide)

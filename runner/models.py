@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth.models import Group
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
 from workflows.models import Recipe, RecipeVersion
@@ -190,3 +191,27 @@ class ActorStatistic(StepRun):
     class Meta:
         proxy = True
         verbose_name = "actor statistic"
+
+
+class IdempotentRequest(models.Model):
+    """The first answer to a request sent with an `Idempotency-Key`, given again to repeats.
+
+    Written in the transaction of what the request did (a run started, a decision recorded), so
+    a key is stored exactly when its effect is; see `runner.idempotency`.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, db_index=False)
+    key = models.CharField(max_length=255)
+    # What was asked (method, path, body), so that a key reused for another request is refused.
+    fingerprint = models.CharField(max_length=64)
+    status_code = models.PositiveSmallIntegerField(null=True)
+    response = models.JSONField(null=True, encoder=DjangoJSONEncoder)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "key"], name="unique_idempotency_key_per_user"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} of user {self.user_id}"
