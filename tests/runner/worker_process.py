@@ -50,8 +50,9 @@ def require_services() -> None:
     pytest.skip(reason)
 
 
-def database_url() -> str:
-    """Return a DATABASE_URL for the database the tests use now (the test database)."""
+def database_url(application_name: str = APPLICATION_NAME) -> str:
+    """Return a DATABASE_URL for the database the tests use now (the test database), whose
+    sessions show `application_name` in pg_stat_activity."""
     db = settings.DATABASES["default"]
     user = quote(db.get("USER") or "", safe="")
     password = quote(db.get("PASSWORD") or "", safe="")
@@ -59,7 +60,7 @@ def database_url() -> str:
     port = f":{db['PORT']}" if db.get("PORT") else ""
     host = db.get("HOST") or ""
     name = quote(db["NAME"], safe="")
-    return f"postgres://{credentials}{host}{port}/{name}?application_name={APPLICATION_NAME}"
+    return f"postgres://{credentials}{host}{port}/{name}?application_name={application_name}"
 
 
 def worker_env(**overrides: Any) -> dict[str, str]:
@@ -189,15 +190,18 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def wait_for_worker_sessions_to_close(timeout: float = 10) -> None:
-    """Wait until killed workers' database sessions are gone, so the test database can be dropped."""
+def wait_for_worker_sessions_to_close(
+    timeout: float = 10, application_name: str = APPLICATION_NAME
+) -> None:
+    """Wait until killed processes' database sessions (those showing `application_name`) are
+    gone, so the test database can be dropped."""
     deadline = time.monotonic() + timeout
     with connection.cursor() as cursor:
         while time.monotonic() < deadline:
             cursor.execute(
                 "SELECT count(*) FROM pg_stat_activity "
                 "WHERE datname = current_database() AND application_name = %s",
-                [APPLICATION_NAME],
+                [application_name],
             )
             if cursor.fetchone()[0] == 0:
                 return
