@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from io import StringIO
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +16,8 @@ from runner.models import Run
 from workflows.models import Recipe
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_it_runs_a_recipe_and_prints_its_progress(worker: Any, story_recipe: Recipe) -> None:
@@ -42,3 +48,59 @@ def test_it_explains_what_is_wrong(story_recipe: Recipe, args: list[str], messag
     with pytest.raises(CommandError, match=message):
         call_command("run_recipe", *args)
     assert Run.objects.count() == 0
+
+
+def test_it_says_where_to_decide_when_the_run_waits_for_a_reviewer(
+    worker: Any, story_recipe: Recipe
+) -> None:
+    out = StringIO()
+
+    with pytest.raises(CommandError, match="still waiting_human after 2 s; it goes on"):
+        call_command(
+            "run_recipe",
+            "story",
+            "--input",
+            "topic=owls",
+            "--script",
+            '{"judge": ["2"]}',
+            "--wait",
+            "--timeout",
+            "2",
+            stdout=out,
+        )
+
+    task = Run.objects.get().tasks.get()
+    assert "The run waits for a reviewer of 'test-editors'" in out.getvalue()
+    assert f"/api/tasks/{task.pk}/decide" in out.getvalue()
+
+
+def test_the_readme_example_works_in_a_fresh_shell(tmp_path: Path) -> None:
+    """Run the README's `run_recipe` line as printed, with nothing but PATH in the environment
+    (no SECRET_KEY), on a database `make run` would have migrated and seeded."""
+    readme = (ROOT / "README.md").read_text()
+    line = next(
+        line for line in readme.splitlines() if "manage.py run_recipe creative-writing-qc" in line
+    )
+    env = {"PATH": os.environ["PATH"], "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
+    for setup in ("migrate --noinput", "seed_demo"):
+        subprocess.run(
+            f"DEBUG=1 .venv/bin/python manage.py {setup}",
+            shell=True,
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+
+    done = subprocess.run(
+        line.replace(".venv/bin/python", sys.executable) + " --timeout 15",
+        shell=True,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert "The run waits for a reviewer of 'editors'" in done.stdout, done.stderr
+    assert "it goes on without this command" in done.stderr

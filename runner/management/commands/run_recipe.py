@@ -23,7 +23,11 @@ class Command(BaseCommand):
         parser.add_argument("--input", action="append", default=[], metavar="NAME=VALUE")
         parser.add_argument("--script", default=None, help='dry run: JSON {"alias": ["reply"]}')
         parser.add_argument("--user", default=None, help="run as this user (default: the owner)")
-        parser.add_argument("--wait", action="store_true", help="follow the run until it stops")
+        parser.add_argument(
+            "--wait",
+            action="store_true",
+            help="follow the run until it stops (through any wait for a reviewer)",
+        )
         parser.add_argument("--timeout", type=float, default=600, help="seconds to wait at most")
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -77,6 +81,8 @@ class Command(BaseCommand):
                 line = describe(event.type, event.data)
                 if line:
                     self.stdout.write(line)
+                if event.type == "human_task.created" and event.data.get("status") == "open":
+                    self.stdout.write(waiting_for_reviewer(event.data, timeout))
             run.refresh_from_db(fields=["status", "outcome", "error"])
             if run.status in TERMINAL:
                 style = (
@@ -93,7 +99,20 @@ class Command(BaseCommand):
                     raise CommandError(run.error or "the run failed")
                 return
             time.sleep(0.2)
-        raise CommandError(f"run {run.pk} is still {run.status} after {timeout:.0f} s")
+        raise CommandError(
+            f"run {run.pk} is still {run.status} after {timeout:.0f} s; it goes on without "
+            f"this command (follow it at {settings.SITE_URL}/runs/{run.pk}/)"
+        )
+
+
+def waiting_for_reviewer(task: dict[str, Any], timeout: float) -> str:
+    """Return what to do when the followed run waits for a reviewer."""
+    return (
+        f"  The run waits for a reviewer of '{task['group']}': decide in the inbox at "
+        f"{settings.SITE_URL}/inbox/ (with `make run` serving) or with POST "
+        f"/api/tasks/{task['id']}/decide. This command keeps following it for up to "
+        f"{timeout:.0f} s (--timeout); Ctrl-C stops following, not the run."
+    )
 
 
 def describe(type_: str, data: dict[str, Any]) -> str:
