@@ -3,6 +3,7 @@ long, and the reaper sends what could not leave. A retried task goes on with its
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -18,7 +19,7 @@ from config.celery import app as celery_app
 from runner import execution, maintenance, outages, services
 from runner.models import Run
 from runner.status import RunStatus
-from runner.tasks import RETRY_MAX_S, retry_delay
+from runner.tasks import RETRY_MAX_S, advance_run, retry_delay
 from tests.runner.conftest import STORY, wait_for
 from workflows.models import Recipe
 
@@ -191,3 +192,26 @@ def test_retries_back_off_to_a_few_seconds() -> None:
     assert 0.5 <= delays[0] < 1.0
     assert all(d <= RETRY_MAX_S + 0.5 for d in delays)
     assert delays[-1] >= RETRY_MAX_S
+
+
+def test_a_recovered_run_is_served_before_the_runs_queued_ahead_of_it(settings: Any) -> None:
+    if not settings.REDIS_URL:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("REDIS_URL is not set: message priorities need Redis")
+        pytest.skip("message priorities need Redis (REDIS_URL)")
+    queue = "branchline-priorities"
+    with celery_app.connection_for_write() as conn:
+        conn.default_channel.queue_purge(queue)
+        for run_id in (1, 2, 3):  # ordinary messages, queued first
+            advance_run.apply_async((run_id,), queue=queue, connection=conn)
+        advance_run.apply_async(
+            (99,), queue=queue, connection=conn, priority=execution.RECOVERY_PRIORITY
+        )
+        served = []
+        with conn.SimpleQueue(queue) as messages:
+            for _ in range(4):
+                message = messages.get(timeout=2)
+                served.append(message.payload[0][0])
+                message.ack()
+
+    assert served == [99, 1, 2, 3]
