@@ -204,13 +204,23 @@ SPECTACULAR_SETTINGS = {
 # Redis: the Celery broker and the channel layer. Unset: the embedded in-process worker and the
 # in-memory channel layer.
 REDIS_URL = env.str("REDIS_URL", default="")
+# The longest anything waits on a Redis that does not answer (it may be frozen, not down).
+BROKER_TIMEOUT_SECONDS = env.float("BROKER_TIMEOUT_SECONDS", default=2.0)
 EMBEDDED_WORKER = env.bool("EMBEDDED_WORKER", default=not REDIS_URL)
 
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            "CONFIG": {
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        "socket_timeout": BROKER_TIMEOUT_SECONDS,
+                        "socket_connect_timeout": BROKER_TIMEOUT_SECONDS,
+                    }
+                ]
+            },
         }
     }
     CELERY_BROKER_URL = REDIS_URL
@@ -227,7 +237,6 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A Redis that is down or frozen must not hold up a request that sends a run's message: each
 # send is one try bounded by these timeouts (runner.execution.send), and the reaper resends a
 # message that did not leave. Workers reconnect by themselves.
-BROKER_TIMEOUT_SECONDS = env.float("BROKER_TIMEOUT_SECONDS", default=2.0)
 CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_TIMEOUT_SECONDS
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": 3600,
