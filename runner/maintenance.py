@@ -25,12 +25,12 @@ def reap(*, now: object = None) -> int:
 
     A message may vanish (Redis restarted or wiped) and a worker may die holding a lease; both
     leave a runnable run that nothing looks at. Enqueueing twice is harmless: claims are atomic.
-    Once the broker is seen to have restarted, every waiting run is sent again at once: a
-    Redis that keeps nothing on disk comes back with empty queues.
+    Once the broker is seen to have lost its data, every waiting run is sent again at once: a
+    Redis that keeps nothing on disk comes back from a restart with empty queues.
     """
     now = now or timezone.now()
     stale = now - timedelta(seconds=settings.RUN_REQUEUE_AFTER_SECONDS)
-    if broker_restarted():
+    if broker_lost_messages():
         stale = now
     # A run whose lease ran out is handed back once, then again only if no worker has taken it
     # for a while: not at every tick while its message waits its turn behind a long queue.
@@ -52,28 +52,29 @@ def reap(*, now: object = None) -> int:
     return len(ids)
 
 
-_broker_run_id: str | None = None
+# A key the reaper keeps in the broker's Redis: if it is missing, Redis lost what it held (it
+# restarted without persistence, or was flushed), queued messages with it.
+QUEUES_INTACT_KEY = "branchline:queues-intact"
 
 
-def broker_restarted() -> bool:
-    """Return whether the broker's Redis has restarted since this process last looked.
+def broker_lost_messages() -> bool:
+    """Return whether the broker's Redis lost its data since the reaper last looked.
 
-    Redis gives each start of its server a new `run_id`. Other brokers (the embedded in-memory
-    one lives and dies with this process) never count as restarted.
+    Kept in Redis itself, so any worker's reaper sees it, and a Redis that persists its data
+    keeps both the key and the queues. The first look ever counts too: sending a run twice is
+    harmless. Other brokers (the embedded in-memory one lives and dies with this process) never
+    count.
     """
-    global _broker_run_id
     if not settings.REDIS_URL or broker.is_open():
         return False
     try:
-        with celery_app.connection_for_read() as conn:
-            run_id = conn.default_channel.client.info("server")["run_id"]
+        with celery_app.connection_for_write() as conn:
+            restarted = bool(conn.default_channel.client.set(QUEUES_INTACT_KEY, "1", nx=True))
     except Exception as exc:  # the broker is down: the next tick looks again
         broker.trip(exc)
         return False
-    restarted = _broker_run_id is not None and run_id != _broker_run_id
-    _broker_run_id = run_id
     if restarted:
-        log.warning("the broker restarted: sending every waiting run again")
+        log.warning("the broker lost its queues: sending every waiting run again")
     return restarted
 
 
