@@ -7,6 +7,7 @@ import pytest
 
 from tests.engine.builders import condition
 from workflows.engine import Condition, EngineError, EvalContext, evaluate_condition
+from workflows.engine.regex import MAX_TEXT_CHARS
 
 TEXT = "The quick brown fox jumps over the lazy dog"
 FACTS = {"image_count": 3, "doc": {"pages": 12}, "status": "done", "tags": ["a", "b"]}
@@ -595,3 +596,51 @@ def test_it_shortens_long_matched_text_in_the_reason() -> None:
     matched, reason = evaluate_condition(cond, EvalContext(text="x" * 100))
     assert matched
     assert reason == f'regex matched "{"x" * 39}…" at 0'
+
+
+LONG = "x" * MAX_TEXT_CHARS
+CUT = f" (in the first {MAX_TEXT_CHARS} of {MAX_TEXT_CHARS + 6} characters)"
+
+
+@pytest.mark.parametrize(
+    ("when", "text", "matched", "reason"),
+    [
+        (_pattern("regex_match", "needle"), LONG + "needle", False, f"regex did not match{CUT}"),
+        (_pattern("regex_not_match", "needle"), LONG + "needle", True, f"regex did not match{CUT}"),
+        (
+            _pattern("regex_match", "x{3}"),
+            LONG + "needle",
+            True,
+            f'regex matched "xxx" at 0{CUT}',
+        ),
+        (
+            _pattern("contains", "needle"),
+            LONG + "needle",
+            False,
+            f'response does not contain "needle"{CUT}',
+        ),
+        (
+            _pattern("not_contains", "NEEDLE", flags="i"),
+            LONG + "needle",
+            True,
+            f'response does not contain "needle"{CUT}',
+        ),
+        # `equals` compares the whole text: a cut one would equal what the response is not.
+        (
+            _pattern("equals", LONG),
+            LONG + "needle",
+            False,
+            f'response does not equal "{LONG[:39]}…"',
+        ),
+        (
+            _pattern("regex_match", "needle$"),
+            LONG[6:] + "needle",
+            True,
+            f'regex matched "needle" at {MAX_TEXT_CHARS - 6}',
+        ),
+    ],
+)
+def test_patterns_read_the_first_characters_of_a_long_text_and_say_so(
+    when: dict[str, Any], text: str, matched: bool, reason: str
+) -> None:
+    assert evaluate_condition(condition(when), EvalContext(text=text)) == (matched, reason)

@@ -394,6 +394,20 @@ BAD_DOCUMENTS: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] =
         ["steps[0].branches[1].when.value: invalid regex: missing ): (unclosed"],
     ),
     (
+        "regex too long",
+        lambda d: _set(_when(d, 1), value="a" * 100_000),
+        ["steps[0].branches[1].when.value: pattern is 100000 characters, at most 2000"],
+    ),
+    (
+        "regex too large once compiled",
+        lambda d: _set(_when(d, 1), value="(.*a){999}"),
+        [
+            "steps[0].branches[1].when.value: pattern is too large once compiled (10993 RE2 "
+            "instructions, at most 2500); counted repetitions such as {0,500} multiply it: "
+            "prefer * or +"
+        ],
+    ),
+    (
         "unknown regex flag",
         lambda d: _set(_when(d, 1), flags="ix"),
         ["steps[0].branches[1].when.flags: unknown regex flag 'x'; use i, m or s"],

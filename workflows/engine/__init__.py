@@ -18,6 +18,7 @@ from workflows.engine.errors import (
     InputError,
     RecipeInvalid,
     RegexError,
+    RegexTooLarge,
     TemplateError,
 )
 from workflows.engine.graph import BranchSpec, Condition, RecipeGraph, StepSpec, parse_recipe
@@ -64,6 +65,7 @@ __all__ = [
     "RecipeGraph",
     "RecipeInvalid",
     "RegexError",
+    "RegexTooLarge",
     "Route",
     "RouteExample",
     "RunState",

@@ -13,7 +13,7 @@ from workflows.engine.answers import shorten
 from workflows.engine.content_type import detect_content_type
 from workflows.engine.errors import EngineError
 from workflows.engine.graph import Condition
-from workflows.engine.regex import Pattern, compile_pattern, encode
+from workflows.engine.regex import MAX_TEXT_CHARS, Pattern, bounded, compile_pattern, encode
 from workflows.engine.scoring import parse_score
 from workflows.engine.vocabulary import OPERATOR_SYMBOLS, canonical_operator
 
@@ -44,6 +44,7 @@ class EvalContext:
     """What conditions read about one step result; caches what several branches reuse.
 
     `scores` keeps each (evaluator, prompt) score so a judge is asked once per step result.
+    Patterns read only the first `regex.MAX_TEXT_CHARS` characters of the text (`scanned`).
     """
 
     text: str
@@ -66,16 +67,26 @@ class EvalContext:
             self._content_type = detect_content_type(self.text)
         return self._content_type
 
+    def scanned(self) -> str:
+        """Return the part of the text patterns read (all of it, up to MAX_TEXT_CHARS)."""
+        return bounded(self.text)
+
+    def scan_note(self) -> str:
+        """Return what a reason adds when patterns read only part of the text, else ""."""
+        if len(self.text) <= MAX_TEXT_CHARS:
+            return ""
+        return f" (in the first {MAX_TEXT_CHARS} of {len(self.text)} characters)"
+
     def folded(self) -> str:
-        """Return the case-folded text (computed once) for case-insensitive checks."""
+        """Return the case-folded scanned text (computed once) for case-insensitive checks."""
         if self._folded is None:
-            self._folded = self.text.casefold()
+            self._folded = self.scanned().casefold()
         return self._folded
 
     def encoded(self) -> bytes:
-        """Return the text as UTF-8 bytes (computed once) for the regex conditions."""
+        """Return the scanned text as UTF-8 bytes (computed once) for the regex conditions."""
         if self._encoded is None:
-            self._encoded = encode(self.text)
+            self._encoded = encode(self.scanned())
         return self._encoded
 
     def word_count(self) -> int:
@@ -237,21 +248,24 @@ def evaluate_condition(cond: Condition, ctx: EvalContext) -> tuple[bool, str]:
 
 def _pattern_match(cond: Condition, prepared: Any, ctx: EvalContext) -> tuple[bool, str]:
     op = cond.operator
-    if op in ("regex_match", "regex_not_match"):
-        pattern: Pattern = prepared
-        found = pattern.search_encoded(ctx.encoded(), ctx.text)
-        if found is None:
-            return op == "regex_not_match", "regex did not match"
-        return op == "regex_match", f"regex matched {_quote(found.text)} at {found.start}"
-    needle, fold = prepared
-    text = ctx.folded() if fold else ctx.text
     if op == "equals":
-        if text.strip() == needle:
+        # The whole text: a comparison is linear, and a cut text would equal what it is not.
+        needle, fold = prepared
+        text = ctx.text.strip()
+        if (text.casefold() if fold else text) == needle:
             return True, f"response equals {_quote(needle)}"
         return False, f"response does not equal {_quote(needle)}"
-    if needle in text:
-        return op == "contains", f"response contains {_quote(needle)}"
-    return op == "not_contains", f"response does not contain {_quote(needle)}"
+    note = ctx.scan_note()
+    if op in ("regex_match", "regex_not_match"):
+        pattern: Pattern = prepared
+        found = pattern.search_encoded(ctx.encoded(), ctx.scanned())
+        if found is None:
+            return op == "regex_not_match", f"regex did not match{note}"
+        return op == "regex_match", f"regex matched {_quote(found.text)} at {found.start}{note}"
+    needle, fold = prepared
+    if needle in (ctx.folded() if fold else ctx.scanned()):
+        return op == "contains", f"response contains {_quote(needle)}{note}"
+    return op == "not_contains", f"response does not contain {_quote(needle)}{note}"
 
 
 def _length_check(cond: Condition, prepared: Any, ctx: EvalContext) -> tuple[bool, str]:

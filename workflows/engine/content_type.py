@@ -37,7 +37,7 @@ def _is_json(text: str) -> bool:
         return False
     try:
         json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nesting deeper than Python's stack is not JSON here
         return False
     return True
 

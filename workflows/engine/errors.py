@@ -28,6 +28,10 @@ class RegexError(EngineError):
     """A user pattern that RE2 refuses to compile."""
 
 
+class RegexTooLarge(RegexError):
+    """A user pattern beyond the bounds that keep matching fast (see `regex.py`)."""
+
+
 class AnswerUnreadable(EngineError):
     """A model's answer (judge or classifier) that holds none of the expected structure."""
 

@@ -15,7 +15,13 @@ from typing import Any
 
 from workflows.engine.conditions import NOTHING, as_bool, as_number, choices, prepare
 from workflows.engine.decision_tree import leaves, validate_tree
-from workflows.engine.errors import EngineError, RecipeInvalid, RegexError, TemplateError
+from workflows.engine.errors import (
+    EngineError,
+    RecipeInvalid,
+    RegexError,
+    RegexTooLarge,
+    TemplateError,
+)
 from workflows.engine.graph import BranchSpec, Condition, RecipeGraph, StepSpec
 from workflows.engine.inputs import input_type_problem
 from workflows.engine.regex import check_flags, compile_pattern
@@ -852,6 +858,9 @@ class _Parser:
         if op in ("regex_match", "regex_not_match"):
             try:
                 compile_pattern(value, flags)
+            except RegexTooLarge as exc:
+                self.error(f"{path}.value", str(exc))
+                return False, None
             except RegexError as exc:
                 self.error(f"{path}.value", f"invalid regex: {exc}")
                 return False, None
