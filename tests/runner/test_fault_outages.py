@@ -1,0 +1,562 @@
+"""Redis and PostgreSQL go away while runs are being started, executed, decided and watched.
+
+The production topology runs for real: daphne, `celery worker` processes and `celery beat`
+(the reaper every second), in production mode, on a Redis and a PostgreSQL cluster of the
+test's own (`servers.py`), which it stops, freezes and restarts. Clients are what a browser and
+an API user are: HTTP requests with a timeout, and websocket monitors that reconnect after the
+last event they saw, as static/monitor/socket.js does.
+
+- Redis, the broker and the channel layer, is stopped for 5 s three times and frozen (SIGSTOP)
+  for 5 s once, while 50 runs are started and their reviewers decide: every start and decision
+  is answered in time and none is a 5xx, every run finishes, and every monitor ends with every
+  event of its run, once and in order, those of runs that finished during an outage included.
+- PostgreSQL is restarted three times while 30 runs execute: the API answers JSON 503s while it
+  is down, the workers live through it, the steps it interrupted are taken again within 15 s
+  of its return, and every run finishes within 15 s of the last one, each step committed once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidHandshake, WebSocketException
+
+from tests.factories import chain_document
+from tests.runner.conftest import STORY, story_document
+from tests.runner.server_process import ServerProcess
+from tests.runner.servers import (
+    Beat,
+    PostgresCluster,
+    RedisServer,
+    manage,
+    require_binaries,
+    seed,
+    stack_env,
+    wait_until,
+    wait_worker_ready,
+)
+from tests.runner.worker_process import WorkerProcess
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+TEMPLATE = "branchline_template"
+HTTP_TIMEOUT_S = 10.0
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[PostgresCluster]:
+    """A PostgreSQL cluster of the module's own, with a migrated template database."""
+    require_binaries(postgres=True, redis=True)
+    cluster = PostgresCluster().init()
+    try:
+        cluster.start()
+        cluster.execute(f"CREATE DATABASE {TEMPLATE}")
+        env = stack_env(database_url=cluster.url(TEMPLATE), redis_url="")
+        manage(env, "migrate", "--noinput", "-v", "0")
+        yield cluster
+    finally:
+        cluster.destroy()
+
+
+class Stack:
+    """The production topology on throwaway services: daphne, worker processes and beat."""
+
+    def __init__(self, cluster: PostgresCluster, log_dir: Path, name: str) -> None:
+        self.cluster = cluster
+        self.log_dir = log_dir
+        self.database = name
+        self.redis = RedisServer(log_dir)
+        self.env: dict[str, str] = {}
+        self.server: ServerProcess | None = None
+        self.workers: list[WorkerProcess] = []
+        self.beat: Beat | None = None
+
+    def open(self) -> None:
+        """Create the database (a copy of the migrated template) and start Redis."""
+        self.cluster.execute(f"CREATE DATABASE {self.database} TEMPLATE {TEMPLATE}")
+        self.redis.start()
+
+    def start(self, *, spec: dict[str, Any], workers: int, **settings: Any) -> dict[str, Any]:
+        """Seed the database with `spec`, start every process; return the seeded credentials."""
+        self.env = stack_env(
+            database_url=self.cluster.url(self.database, "branchline-outage"),
+            redis_url=self.redis.url(),
+            **settings,
+        )
+        credentials = seed(self.env, spec)
+        self.beat = Beat(self.log_dir, self.env).start()
+        for i in range(1, workers + 1):
+            worker = WorkerProcess(f"worker{i}", self.log_dir, pool="prefork", loglevel="info")
+            worker.env.update(self.env)
+            self.workers.append(worker.start())
+        self.server = ServerProcess(self.log_dir)
+        self.server.env.update(self.env)
+        self.server.start().wait_ready()
+        for worker in self.workers:
+            wait_worker_ready(worker, self.redis.url())
+        return credentials
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return self.server.url
+
+    def sql(self, query: str) -> list[tuple[Any, ...]]:
+        return self.cluster.execute(query, self.database)
+
+    def stop(self) -> None:
+        for process in [self.server, self.beat, *self.workers]:
+            if process is not None:
+                process.kill()
+        self.redis.stop(signal.SIGKILL)
+
+    def logs(self) -> str:
+        parts = [f"--- daphne ---\n{self.server.log_tail(40)}"] if self.server else []
+        parts += [f"--- {w.name} ---\n{w.log_tail(30)}" for w in self.workers]
+        if self.beat:
+            parts.append(f"--- beat ---\n{self.beat.log_tail(15)}")
+        parts.append(f"--- redis ---\n{self.redis.log_tail(10)}")
+        return "\n".join(parts)
+
+
+@pytest.fixture
+def stack(
+    cluster: PostgresCluster, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Stack]:
+    stack = Stack(cluster, tmp_path, f"outage_{request.node.name[5:40]}".lower())
+    try:
+        stack.open()
+        yield stack
+    finally:
+        stack.stop()
+        cluster.execute(f"DROP DATABASE IF EXISTS {stack.database} WITH (FORCE)")
+
+
+# --- what the clients saw -----------------------------------------------------------------------
+
+
+@dataclass
+class Answer:
+    """One HTTP request: what it asked, and what came back (status None: no answer in time)."""
+
+    what: str
+    status: int | None
+    seconds: float
+    at: float
+    detail: str = ""
+
+    def __str__(self) -> str:
+        status = self.status if self.status is not None else "no answer"
+        return f"{self.what}: {status} after {self.seconds:.1f} s {self.detail}".strip()
+
+
+@dataclass
+class Api:
+    """HTTP calls to daphne with a token and a timeout; every answer is kept."""
+
+    client: httpx.AsyncClient
+    answers: list[Answer] = field(default_factory=list)
+
+    async def call(self, method: str, path: str, what: str, **kwargs: Any) -> httpx.Response | None:
+        started = time.monotonic()
+        try:
+            response = await self.client.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            self.answers.append(
+                Answer(what, None, time.monotonic() - started, time.time(), repr(exc))
+            )
+            return None
+        detail = "" if response.is_success else response.text[:300]
+        self.answers.append(
+            Answer(what, response.status_code, time.monotonic() - started, time.time(), detail)
+        )
+        return response
+
+
+@dataclass
+class Monitor:
+    """A run monitor: `/ws/runs/{id}/?after=N`, reconnecting after the last event seen."""
+
+    run_id: int
+    events: list[tuple[int, str]] = field(default_factory=list)  # as received, every frame
+    connections: int = 0
+    failures: list[str] = field(default_factory=list)
+    finished: bool = False
+
+    async def follow(
+        self, ws_url: str, cookie: str, on_event: Callable[[dict[str, Any]], Awaitable[None]]
+    ) -> None:
+        last = 0
+        delay = 0.25
+        origin = ws_url.replace("ws://", "http://")
+        while not self.finished:
+            try:
+                async with connect(
+                    f"{ws_url}/ws/runs/{self.run_id}/?after={last}",
+                    origin=origin,  # type: ignore[arg-type]
+                    additional_headers={"Cookie": cookie},
+                    proxy=None,
+                    open_timeout=5,
+                    close_timeout=1,
+                ) as websocket:
+                    self.connections += 1
+                    delay = 0.25
+                    async for frame in websocket:
+                        message = json.loads(frame)
+                        if message["type"] != "events":
+                            continue
+                        for event in message["events"]:
+                            self.events.append((event["seq"], event["type"]))
+                            last = max(last, event["seq"])
+                            await on_event(event)
+                            self.finished = self.finished or event["type"] == "run.finished"
+                        if self.finished:
+                            return
+            except (OSError, TimeoutError, InvalidHandshake, WebSocketException) as exc:
+                self.failures.append(f"{time.time():.1f} {exc!r}")
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+
+def event_log(stack: Stack, run_ids: list[int]) -> dict[int, list[tuple[int, str]]]:
+    ids = ",".join(str(i) for i in run_ids)
+    rows = stack.sql(
+        f"SELECT run_id, seq, type FROM runner_runevent WHERE run_id IN ({ids}) ORDER BY run_id, seq"
+    )
+    log: dict[int, list[tuple[int, str]]] = {i: [] for i in run_ids}
+    for run_id, seq, type_ in rows:
+        log[run_id].append((seq, type_))
+    return log
+
+
+def statuses(stack: Stack, run_ids: list[int]) -> dict[int, str]:
+    ids = ",".join(str(i) for i in run_ids)
+    return dict(stack.sql(f"SELECT id, status FROM runner_run WHERE id IN ({ids})"))
+
+
+# --- Redis ----------------------------------------------------------------------------------------
+
+REDIS_RUNS = 50
+# (what happens to Redis, for how long): stopped three times, frozen once.
+REDIS_OUTAGES = [("stop", 5.0), ("stop", 5.0), ("freeze", 5.0), ("stop", 5.0)]
+FIRST_OUTAGE_AT_S = 2.0
+BETWEEN_OUTAGES_S = 4.0
+REVISE_MS = 1500  # the last step: a run revising when Redis goes finishes during the outage
+
+
+def reviewed_document() -> dict[str, Any]:
+    """The story recipe (write, review, revise), its revision by a slow actor of its own."""
+    document = story_document()
+    document["actors"]["reviser"] = "slow-reviser"
+    revise = next(step for step in document["steps"] if step["key"] == "revise")
+    revise["actor"] = "reviser"
+    return document
+
+
+def test_runs_started_decided_and_watched_through_redis_outages_all_finish_and_are_seen_whole(
+    stack: Stack,
+) -> None:
+    spec = {
+        "user": "olivia",
+        "groups": ["test-editors"],
+        "actors": [
+            {"name": "test-writer", "config": {"replies": [STORY], "delay_ms": 300}},
+            {"name": "test-judge", "config": {"replies": ["3"]}},  # to the reviewers
+            {"name": "slow-reviser", "config": {"replies": [STORY], "delay_ms": REVISE_MS}},
+        ],
+        "recipes": [reviewed_document()],
+    }
+    credentials = stack.start(
+        spec=spec, workers=4, RUN_LEASE_SECONDS=5, RUN_BEAT_INTERVAL_SECONDS=1
+    )
+    outages: list[tuple[str, float, float]] = []  # (what, from, to) in time.time()
+    revising = asyncio.Event()  # a monitor saw a run's last step start
+
+    async def break_redis() -> None:
+        await asyncio.sleep(FIRST_OUTAGE_AT_S)
+        for how, seconds in REDIS_OUTAGES:
+            # Cut when a run has just started its last step: it ends while Redis is away.
+            revising.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(revising.wait(), timeout=REVISE_MS / 1000 * 4)
+            began = time.time()
+            if how == "freeze":
+                stack.redis.freeze()
+                await asyncio.sleep(seconds)
+                stack.redis.thaw()
+            else:
+                stack.redis.stop()
+                await asyncio.sleep(seconds)
+                await asyncio.to_thread(stack.redis.start)
+            outages.append((how, began, time.time()))
+            await asyncio.sleep(BETWEEN_OUTAGES_S)
+
+    span = FIRST_OUTAGE_AT_S + sum(s for _, s in REDIS_OUTAGES) + BETWEEN_OUTAGES_S * 3
+    ws_url = stack.url.replace("http://", "ws://")
+    monitors: list[Monitor] = []
+
+    async def main(api: Api) -> None:
+        decided: set[int] = set()
+
+        async def one_run(i: int) -> None:
+            await asyncio.sleep(span * i / REDIS_RUNS)
+            response = await api.call(
+                "POST", "/api/recipes/story/runs", f"start {i}", json={"inputs": {"topic": f"t{i}"}}
+            )
+            if response is None or response.status_code != 201:
+                return
+            monitor = Monitor(response.json()["id"])
+            monitors.append(monitor)
+
+            async def on_event(event: dict[str, Any]) -> None:
+                if event["type"] == "step.started" and event["data"]["step"] == "revise":
+                    revising.set()
+                task = event["data"].get("id") if event["type"] == "human_task.created" else None
+                if task is not None and task not in decided:
+                    decided.add(task)
+                    await api.call(
+                        "POST",
+                        f"/api/tasks/{task}/decide",
+                        f"decide task {task} of run {monitor.run_id}",
+                        json={"decision": "revise", "comment": "Give the keeper a name."},
+                    )
+
+            await monitor.follow(ws_url, credentials["cookie"], on_event)
+
+        runs = asyncio.gather(*(one_run(i) for i in range(REDIS_RUNS)))
+        await asyncio.gather(break_redis(), asyncio.wait_for(runs, timeout=span + 60))
+
+    async def drive() -> list[Answer]:
+        headers = {"Authorization": f"Token {credentials['token']}"}
+        async with httpx.AsyncClient(
+            base_url=stack.url, headers=headers, timeout=HTTP_TIMEOUT_S, trust_env=False
+        ) as client:
+            api = Api(client)
+            with contextlib.suppress(TimeoutError):  # reported below, run by run
+                await main(api)
+            return api.answers
+
+    answers = asyncio.run(drive())
+
+    failed = [a for a in answers if a.status is None or a.status >= 500]
+    starts = [a for a in answers if a.what.startswith("start")]
+    decisions = [a for a in answers if a.what.startswith("decide")]
+    assert not failed, "\n".join(map(str, failed)) + f"\n{stack.logs()}"
+    assert [a.status for a in starts] == [201] * REDIS_RUNS, "\n".join(map(str, starts))
+    assert [a.status for a in decisions] == [200] * REDIS_RUNS, "\n".join(map(str, decisions))
+    assert max(a.seconds for a in answers) < HTTP_TIMEOUT_S
+
+    run_ids = [m.run_id for m in monitors]
+    unfinished = {i: s for i, s in statuses(stack, run_ids).items() if s != "succeeded"}
+    assert not unfinished, f"runs not succeeded: {unfinished}\n{stack.logs()}"
+    log = event_log(stack, run_ids)
+    for monitor in monitors:
+        expected = log[monitor.run_id]
+        assert [seq for seq, _ in expected] == list(range(1, len(expected) + 1))
+        assert monitor.events == expected, (
+            f"run {monitor.run_id}: the monitor saw {monitor.events}, the log holds {expected}; "
+            f"connections {monitor.connections}, failures {monitor.failures}"
+        )
+
+    # The figure is about runs that finished while Redis was away: each outage had some.
+    ids = ",".join(map(str, run_ids))
+    finished_at = stack.sql(
+        "SELECT run_id, extract(epoch FROM at) FROM runner_runevent "
+        f"WHERE type = 'run.finished' AND run_id IN ({ids})"
+    )
+    during = {
+        (how, began): [run for run, at in finished_at if began <= at <= ended]
+        for how, began, ended in outages
+    }
+    assert all(during.values()), f"an outage during which no run finished: {during}"
+    reconnected = sum(1 for m in monitors if m.connections > 1)
+    print(
+        f"runs finished during each outage: {[(how, len(r)) for (how, _), r in during.items()]}; "
+        f"monitors that reconnected: {reconnected}; "
+        f"slowest answer {max(a.seconds for a in answers):.1f} s"
+    )
+
+
+# --- PostgreSQL -----------------------------------------------------------------------------------
+
+PG_RUNS = 30
+PG_STEPS = 3
+# How each restart stops the server (`fast` disconnects everyone, `immediate` is a crash), and
+# the share of all steps committed when it comes: the runs are in the middle of their work
+# at each restart, and what is left after the last one takes a few seconds.
+PG_RESTARTS = [("fast", 0.2), ("immediate", 0.45), ("fast", 0.7)]
+PG_DOWN_S = 4.0
+RECOVERY_S = 15.0
+
+
+def test_runs_through_postgres_restarts_resume_within_seconds_and_commit_each_step_once(
+    stack: Stack,
+) -> None:
+    spec = {
+        "user": "olivia",
+        "actors": [{"name": "chain-writer", "config": {"replies": [STORY], "delay_ms": 200}}],
+        "recipes": [
+            chain_document(slug="chain", actor="chain-writer", steps=PG_STEPS, branches=[])
+        ],
+    }
+    credentials = stack.start(
+        spec=spec,
+        workers=3,
+        RUN_LEASE_SECONDS=5,
+        RUN_BEAT_INTERVAL_SECONDS=1,
+        DATABASE_POOL_TIMEOUT=2,  # a request waits that long for a connection, then gets a 503
+    )
+    headers = {"Authorization": f"Token {credentials['token']}"}
+    http = httpx.Client(
+        base_url=stack.url, headers=headers, timeout=HTTP_TIMEOUT_S, trust_env=False
+    )
+    pids = {w.name: w.process.pid for w in stack.workers if w.process}
+
+    run_ids = []
+    for i in range(PG_RUNS):
+        response = http.post("/api/recipes/chain/runs", json={"inputs": {"topic": f"t{i}"}})
+        assert response.status_code == 201, response.text
+        run_ids.append(response.json()["id"])
+    ids = ",".join(map(str, run_ids))
+
+    def committed_steps() -> int:
+        return stack.sql(f"SELECT count(*) FROM runner_steprun WHERE run_id IN ({ids})")[0][0]
+
+    outage_answers: list[Answer] = []
+    resumed: list[str] = []
+    stalls: list[str] = []
+    recovered_at = 0.0
+    for mode, share in PG_RESTARTS:
+        wait_until(
+            lambda: committed_steps() >= share * PG_RUNS * PG_STEPS,  # noqa: B023
+            60,
+            f"{share:.0%} of the steps are committed",
+            stack.logs,
+        )
+        in_flight = dict(
+            stack.sql(
+                f"SELECT id, next_seq FROM runner_run WHERE id IN ({ids}) "
+                "AND lease_token <> '' AND status = 'running'"
+            )
+        )
+        stack.cluster.stop(mode)
+        down_until = time.monotonic() + PG_DOWN_S
+        while time.monotonic() < down_until:
+            outage_answers += probe(http)
+        stack.cluster.start()
+        recovered_at = time.monotonic()
+        # The steps the outage interrupted are taken again and committed, without waiting for
+        # their leases to run out.
+        interrupted = len(in_flight)
+        while in_flight and time.monotonic() < recovered_at + RECOVERY_S:
+            rows = stack.sql(f"SELECT id, next_seq, status FROM runner_run WHERE id IN ({ids})")
+            moved = {i for i, seq, status in rows if seq != in_flight.get(i) or status != "running"}
+            in_flight = {i: s for i, s in in_flight.items() if i not in moved}
+            time.sleep(0.1)
+        if in_flight or not interrupted:
+            stalls.append(f"{mode} restart: of {interrupted} runs, {sorted(in_flight)} stalled")
+        resumed.append(
+            f"{mode}: {interrupted} steps again in {time.monotonic() - recovered_at:.1f} s"
+        )
+
+    while time.monotonic() < recovered_at + RECOVERY_S:
+        if all(s in ("succeeded", "failed") for s in statuses(stack, run_ids).values()):
+            break
+        time.sleep(0.1)
+    finished_after = time.monotonic() - recovered_at
+    http.close()
+
+    assert not stalls, "\n".join(stalls) + f"\n{stack.logs()}"
+    unfinished = {i: s for i, s in statuses(stack, run_ids).items() if s != "succeeded"}
+    assert not unfinished, (
+        f"not succeeded {RECOVERY_S:g} s after the last restart: {unfinished}\n{stack.logs()}"
+    )
+
+    wrong = [a for a in outage_answers if not answered_unavailable(a)]
+    assert outage_answers and not wrong, "\n".join(map(str, wrong or outage_answers))
+    assert any(a.status == 503 for a in outage_answers), "\n".join(map(str, outage_answers))
+
+    steps = Counter(
+        stack.sql(f"SELECT run_id, seq, attempt FROM runner_steprun WHERE run_id IN ({ids})")
+    )
+    assert set(steps.values()) == {1}
+    assert sorted(steps) == [(r, s, 1) for r in sorted(run_ids) for s in range(1, PG_STEPS + 1)]
+    log = event_log(stack, run_ids)
+    for run_id, events in log.items():
+        assert [seq for seq, _ in events] == list(range(1, len(events) + 1))
+        types = Counter(type_ for _, type_ in events)
+        assert (types["run.finished"], types["step.finished"]) == (1, PG_STEPS), (run_id, events)
+
+    # No worker went down and came back: the same processes, each started once.
+    for worker in stack.workers:
+        assert worker.alive and worker.process and worker.process.pid == pids[worker.name]
+        log_text = worker.log_path.read_text(errors="replace")
+        assert log_text.count(" ready.") == 1, worker.log_tail(60)
+        assert "exited with" not in log_text, worker.log_tail(60)
+    assert stack.beat and stack.beat.alive and stack.server and stack.server.alive
+    print(
+        f"interrupted runs resumed: {resumed}; "
+        f"all runs finished {finished_after:.1f} s after the last restart; "
+        f"answers during the outages: {Counter(a.status for a in outage_answers)}"
+    )
+
+
+def probe(http: httpx.Client) -> list[Answer]:
+    """Ask the API what a client would while the database is down: a list and a run start."""
+    answers = []
+    for method, path, body in [
+        ("GET", "/api/runs", None),
+        ("POST", "/api/recipes/chain/runs", {"inputs": {"topic": "x"}}),
+    ]:
+        started = time.monotonic()
+        try:
+            response = http.request(method, path, json=body)
+        except httpx.HTTPError as exc:
+            answers.append(
+                Answer(f"{method} {path}", None, time.monotonic() - started, time.time(), repr(exc))
+            )
+            continue
+        detail = json.dumps(
+            {
+                "type": response.headers.get("content-type"),
+                "retry-after": response.headers.get("retry-after"),
+                "body": response.text[:200],
+            }
+        )
+        answers.append(
+            Answer(
+                f"{method} {path}",
+                response.status_code,
+                time.monotonic() - started,
+                time.time(),
+                detail,
+            )
+        )
+    return answers
+
+
+def answered_unavailable(answer: Answer) -> bool:
+    """A request during the outage is served (it waited until the database was back) or gets
+    a JSON 503 that says when to try again."""
+    if answer.status is None:
+        return False
+    if answer.status < 500:
+        return True
+    detail = json.loads(answer.detail)
+    return (
+        answer.status == 503
+        and (detail["type"] or "").startswith("application/json")
+        and bool(detail["retry-after"])
+    )
