@@ -52,6 +52,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: the request id on every response, text the database cannot hold refused at the
+    # door, JSON 500/503 under /api/ (config/middleware.py).
+    "config.middleware.RequestMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -174,13 +177,15 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "workflows.apis.errors.exception_handler",
-    # DRF's own JSON parser lets oversized, too deeply nested and infinite input through.
+    # DRF's own parsers let oversized, too deeply nested and infinite input through, and text
+    # that PostgreSQL cannot store (NUL, lone surrogates).
     "DEFAULT_PARSER_CLASSES": [
         "workflows.apis.parsers.JSONParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
+        "workflows.apis.parsers.FormParser",
+        "workflows.apis.parsers.MultiPartParser",
     ],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # DRF's LimitOffsetPagination ignores or passes on bad `limit`/`offset`: ours refuses them.
+    "DEFAULT_PAGINATION_CLASS": "workflows.apis.pagination.Pagination",
     "PAGE_SIZE": 50,
 }
 SPECTACULAR_SETTINGS = {

@@ -44,7 +44,7 @@ from tests.runner.worker_process import (
 from workflows.models import Recipe
 from workflows.services import recipe_import, recipe_publish
 
-# Each test takes 15-30 s; the bounds below leave room for a loaded machine.
+# Each test takes 15-40 s; the bounds below leave room for a loaded machine.
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.django_db(transaction=True),
@@ -245,26 +245,28 @@ def test_a_frozen_worker_that_comes_back_commits_nothing(workers: Workers, owner
     assert sorted(all_started.values_list("data__seq", flat=True)) == [1, 2, 2, 3]
 
 
-RUNS = 20
+# The figure of issue 10: 100 runs of 5 steps, a worker SIGKILLed 20 times (whole workers and
+# pool processes in turn), every run complete with each step and event committed once.
+RUNS = 100
 STEPS = 5
-KILLS = ("whole worker", "pool process", "whole worker", "pool process")
+KILLS = ("whole worker", "pool process") * 10
 
 
-def test_twenty_runs_survive_workers_killed_again_and_again(workers: Workers, owner: Any) -> None:
+def test_a_hundred_runs_survive_workers_killed_twenty_times(workers: Workers, owner: Any) -> None:
     seed = int(os.environ.get("FAULTS_SEED") or random.randrange(1_000_000))
     print(f"FAULTS_SEED={seed}")  # shown on failure: rerun with it to replay the same kills
     rng = random.Random(seed)
-    ActorFactory(name="quick-writer", config={"replies": [ANSWER], "delay_ms": 150})
+    ActorFactory(name="quick-writer", config={"replies": [ANSWER], "delay_ms": 60})
     recipe = published(owner, fault_document("quick-story", "quick-writer", steps=STEPS))
     # Half-second slices: runs are handed back to the queue between steps as well.
     pool = {"pool": "prefork", "RUN_TIME_SLICE_SECONDS": 0.5}
-    for worker in [workers.start(**pool), workers.start(**pool)]:
+    for worker in [workers.start(**pool), workers.start(**pool), workers.start(**pool)]:
         worker.wait_ready()
 
     runs = [start_run(recipe, owner, topic=f"lighthouse {i}") for i in range(RUNS)]
     ids = [r.pk for r in runs]
-    deadline = time.monotonic() + 120
-    next_kill = time.monotonic() + rng.uniform(0.5, 1.5)
+    deadline = time.monotonic() + 150
+    next_kill = time.monotonic() + rng.uniform(0.3, 1.0)
     kills: list[str] = []
     handed_back = 0
     while Run.objects.filter(pk__in=ids).exclude(status__in=TERMINAL).exists():
@@ -278,7 +280,7 @@ def test_twenty_runs_survive_workers_killed_again_and_again(workers: Workers, ow
                 victim.kill()
                 workers.start(**pool)  # its replacement joins once it has started
                 kills.append(f"{victim.name}: {how}")
-            next_kill = time.monotonic() + rng.uniform(0.5, 1.5)
+            next_kill = time.monotonic() + rng.uniform(0.3, 1.0)
         handed_back += maintenance.reap()
         time.sleep(0.2)
 
