@@ -306,7 +306,8 @@ class Beat:
 
 def wait_worker_ready(worker: WorkerProcess, broker_url: str, timeout: float = 90) -> None:
     """Wait until a worker on the throwaway broker answers a ping."""
-    app = Celery("outage-probe", broker=broker_url)
+    # Not the current app: the runner's tasks (`shared_task`) are sent through the current app.
+    app = Celery("outage-probe", broker=broker_url, set_as_current=False)
     try:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
