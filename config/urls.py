@@ -12,3 +12,10 @@ urlpatterns = [
     path("api/", include("workflows.urls")),
     path("", include("editor.urls")),
 ]
+
+# Errors raised outside views, and addresses nothing serves: JSON under /api/, and 503 for an
+# outage (config/middleware.py).
+handler400 = "config.middleware.bad_request"
+handler403 = "config.middleware.permission_denied"
+handler404 = "config.middleware.page_not_found"
+handler500 = "config.middleware.server_error"

@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from workflows.apis.pagination import MAX_LIMIT, window, window_parameters
 from workflows.selectors import recipe_get
 from workflows.validators import whole_number
 
@@ -28,6 +29,10 @@ IDEMPOTENCY_KEY = OpenApiParameter(
     description="Send a repeated request with the same key to get the first answer again "
     "instead of acting twice (kept 24 hours; only successful answers are kept).",
 )
+
+
+# The run list's default length (the newest first); `limit` and `offset` page through the rest.
+RUNS_PER_PAGE = MAX_LIMIT
 
 
 class RunStartInput(serializers.Serializer):
@@ -184,6 +189,7 @@ class RunListApi(APIView):
         parameters=[
             OpenApiParameter("status", str, enum=[s.value for s in RunStatus]),
             OpenApiParameter("recipe", str, description="recipe slug"),
+            *window_parameters(RUNS_PER_PAGE),
         ],
         responses=RunOutput(many=True),
     )
@@ -195,7 +201,8 @@ class RunListApi(APIView):
             runs = runs.filter(status=value)
         if value := request.query_params.get("recipe"):
             runs = runs.filter(recipe__slug=value)
-        return Response(RunOutput(runs[:200], many=True).data)
+        page = window(runs, request, default_limit=RUNS_PER_PAGE)
+        return Response(RunOutput(page, many=True).data)
 
 
 class RunDetailApi(APIView):
@@ -230,10 +237,11 @@ class RunEventsApi(APIView):
 
 
 class TaskListApi(APIView):
-    @extend_schema(responses=TaskOutput(many=True))
+    @extend_schema(parameters=window_parameters(MAX_LIMIT), responses=TaskOutput(many=True))
     def get(self, request: Request) -> Response:
-        """The caller's open human tasks (those of their reviewer groups)."""
-        return Response(TaskOutput(selectors.tasks_for_reviewer(request.user), many=True).data)
+        """The caller's open human tasks (those of their reviewer groups), oldest first."""
+        tasks = window(selectors.tasks_for_reviewer(request.user), request, default_limit=MAX_LIMIT)
+        return Response(TaskOutput(tasks, many=True).data)
 
 
 class TaskDecideApi(APIView):

@@ -13,12 +13,24 @@ import logging
 import threading
 import time
 
+import kombu.exceptions
+import redis.exceptions
 from django.db import InterfaceError, OperationalError
 
 log = logging.getLogger(__name__)
 
 # The database went away (restart, failover, network) or refused a connection: retry later.
 DATABASE_ERRORS: tuple[type[Exception], ...] = (OperationalError, InterfaceError)
+
+# Redis (the broker or the channel layer) refused, dropped or timed out: kombu wraps redis-py's
+# errors in its OperationalError on some paths and not on others, and a socket may fail first.
+BROKER_ERRORS: tuple[type[Exception], ...] = (
+    kombu.exceptions.OperationalError,
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    ConnectionError,
+    TimeoutError,
+)
 
 
 class Breaker:

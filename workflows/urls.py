@@ -2,11 +2,10 @@ from __future__ import annotations
 
 from django.urls import include, re_path
 from rest_framework.authtoken.views import ObtainAuthToken
-from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.routers import DefaultRouter
 
 from .apis import views
-from .apis.parsers import JSONParser
+from .apis.parsers import FormParser, JSONParser, MultiPartParser
 
 router = DefaultRouter()
 router.register("actors", views.ActorViewSet, basename="actor")
@@ -17,7 +16,7 @@ def api(route: str, view, name: str):  # type: ignore[no-untyped-def]
     return re_path(rf"^{route}/?$", view, name=name)
 
 
-# DRF's token view names its own parsers: give it ours, which refuse malformed JSON cleanly.
+# DRF's token view names its own parsers: give it ours, which refuse malformed input cleanly.
 obtain_auth_token = ObtainAuthToken.as_view(
     parser_classes=[JSONParser, FormParser, MultiPartParser]
 )

@@ -1,15 +1,20 @@
-"""Check a recipe document in full before anything is written: structure, meaning, actors."""
+"""Check input before anything is written: recipe documents in full (structure, meaning, actors),
+and the text and numbers that requests carry."""
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import Group
+from django.utils.datastructures import MultiValueDict
 
 from . import engine
 from .models import Actor
-from .recipe_format import json_value_errors, structure_errors
+from .recipe_format import structure_errors
+from .recipe_format.loading import format_path
 
 HUMAN_PREFIX = "@human:"
 
@@ -22,6 +27,78 @@ def whole_number(text: str) -> int | None:
     if text.isascii() and text.isdigit() and len(text) <= 18:
         return int(text)
     return None
+
+
+# What no text column or jsonb value can hold: PostgreSQL refuses NUL, and a lone surrogate (from
+# a JSON escape such as "\ud800") is not UTF-8. SQLite stores both, so both are refused on
+# every database at the door: in API bodies (apis/parsers.py), query strings and form posts
+# (config/middleware.py), the editor's JSON fields and recipe documents.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def text_problem(text: str) -> str | None:
+    """Return why the database cannot hold `text` (a NUL, a lone surrogate), or None."""
+    found = _UNSTORABLE.search(text)
+    if found is None:
+        return None
+    if found.group() == "\x00":
+        return "contains a NUL character"
+    return f"contains a lone surrogate (U+{ord(found.group()):04X})"
+
+
+def fields_errors(fields: MultiValueDict[str, str]) -> list[str]:
+    """Return `name: problem` for each query parameter or form field (a QueryDict) holding text
+    the database cannot hold."""
+    errors = []
+    for name, values in fields.lists():
+        if problem := text_problem(name):
+            errors.append(f"$: a field name {problem}")
+            continue
+        for value in values:
+            if isinstance(value, str) and (problem := text_problem(value)):
+                errors.append(f"{name}: {problem}")
+                break
+    return errors
+
+
+# Deeper documents are refused before the structure check and the engine recurse into them.
+MAX_DEPTH = 64
+
+
+def json_value_errors(doc: object, *, at: str = "") -> list[str]:
+    """Return why `doc` is not plain JSON that every database can store, as `path: message`.
+
+    YAML reads dates, sets and `.inf`, JSON reads 1e400 as infinity, and text may hold what no
+    database column can (`text_problem`): each would otherwise fail only when the rows are
+    written. `at` names where `doc` sits (a field of a larger input) in the paths.
+    """
+    errors: list[str] = []
+    root: tuple[int | str, ...] = (at,) if at else ()
+    stack: list[tuple[tuple[int | str, ...], object]] = [(root, doc)]
+    while stack and len(errors) < 20:
+        loc, value = stack.pop()
+        where = format_path(loc)
+        if len(loc) - len(root) > MAX_DEPTH:
+            errors.append(f"{where}: nested deeper than {MAX_DEPTH} levels")
+        elif isinstance(value, dict):
+            for key, item in reversed(value.items()):
+                if not isinstance(key, str):
+                    errors.append(f"{where}: the key {key!r} is not text")
+                elif problem := text_problem(key):
+                    errors.append(f"{where}: a key {problem}")
+                else:
+                    stack.append(((*loc, key), item))
+        elif isinstance(value, list):
+            stack += [((*loc, i), item) for i, item in reversed(list(enumerate(value)))]
+        elif isinstance(value, str):
+            if problem := text_problem(value):
+                errors.append(f"{where}: {problem}")
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                errors.append(f"{where}: the number {value} is out of range")
+        elif value is not None and not isinstance(value, bool | int):
+            errors.append(f"{where}: a {type(value).__name__} is not a JSON value")
+    return errors
 
 
 @dataclass

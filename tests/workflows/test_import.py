@@ -441,11 +441,21 @@ FILE_ERRORS: list[tuple[str, bytes | str, str]] = [
     ),
     ("a JSON number past a float", '{"format": 1e400}', "format: the number inf is out of range"),
     ("a YAML key that is no text", "format: x\n1: one\n", "$: the key 1 is not text"),
-    ("a NUL character", '{"name": "a\\u0000b"}', "name: text may not contain a NUL character"),
+    ("a NUL character", '{"name": "a\\u0000b"}', "name: contains a NUL character"),
     (
         "a NUL character in a key",
         '{"inputs": {"a\\u0000": {}}}',
         "inputs: a key contains a NUL character",
+    ),
+    (
+        "a lone surrogate",
+        '{"steps": [{"prompt": "a\\ud800"}]}',
+        "steps[0].prompt: contains a lone surrogate (U+D800)",
+    ),
+    (
+        "a lone surrogate in a key",
+        '{"inputs": {"\\udfff": {}}}',
+        "inputs: a key contains a lone surrogate (U+DFFF)",
     ),
     (
         "nesting too deep",

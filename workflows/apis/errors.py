@@ -1,4 +1,8 @@
-"""One JSON error shape for the API: `{"errors": ["path: message", ...]}` (plus DRF's `detail`)."""
+"""One JSON error shape for the API: `{"errors": ["path: message", ...]}` (plus DRF's `detail`).
+
+Errors that DRF does not answer (server errors, outages, unknown addresses) get the same shape,
+with the request's id, from config/middleware.py.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +10,29 @@ from typing import Any
 
 from django.db.models import ProtectedError
 from rest_framework import status
-from rest_framework.exceptions import ParseError, UnsupportedMediaType, ValidationError
+from rest_framework.exceptions import (
+    APIException,
+    ParseError,
+    UnsupportedMediaType,
+    ValidationError,
+)
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from ..services import RecipeConflict
 from ..validators import RecipeRejected
+
+
+class InputRefused(APIException):
+    """Input refused before a view reads it (e.g. by a parser); `errors` lists every
+    `path: message`."""
+
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_code = "invalid"
+
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("; ".join(errors))
+        self.errors = errors
 
 
 def flatten_errors(detail: Any, path: str = "") -> list[str]:
@@ -34,7 +55,7 @@ def flatten_errors(detail: Any, path: str = "") -> list[str]:
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """Answer domain errors with a clear JSON body; leave the rest to DRF."""
-    if isinstance(exc, RecipeRejected):
+    if isinstance(exc, RecipeRejected | InputRefused):
         return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, RecipeConflict):
         return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)

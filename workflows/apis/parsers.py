@@ -1,4 +1,8 @@
-"""A JSON parser that answers every malformed body with a 4xx, never a server error."""
+"""Parsers that answer every malformed body with a 4xx, never a server error.
+
+They also refuse text the database cannot hold (NUL, lone surrogates) wherever it sits in a
+body, with its path: the one rule of `workflows.validators.text_problem`.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,9 @@ from typing import Any
 from django.conf import settings
 from rest_framework import parsers, status
 from rest_framework.exceptions import APIException, ParseError
+
+from ..validators import fields_errors, json_value_errors
+from .errors import InputRefused
 
 
 class PayloadTooLarge(APIException):
@@ -45,8 +52,32 @@ class JSONParser(parsers.JSONParser):
             raise PayloadTooLarge(f"The request body is larger than {limit} bytes.")
         try:
             text = codecs.decode(raw, encoding)
-            return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
+            data = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
         except (ValueError, LookupError) as exc:
             raise ParseError(f"JSON parse error - {exc}") from None
         except RecursionError:
             raise ParseError("JSON parse error - the body is nested too deeply") from None
+        if errors := json_value_errors(data):
+            raise InputRefused(errors)
+        return data
+
+
+class FormParser(parsers.FormParser):
+    """Parse a urlencoded form like DRF, refusing fields the database cannot hold."""
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        data = super().parse(stream, media_type, parser_context)
+        if errors := fields_errors(data):
+            raise InputRefused(errors)
+        return data
+
+
+class MultiPartParser(parsers.MultiPartParser):
+    """Parse a multipart form like DRF, refusing fields the database cannot hold (an uploaded
+    file's content is checked by whoever reads it, e.g. the recipe import)."""
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        parsed = super().parse(stream, media_type, parser_context)
+        if errors := fields_errors(parsed.data):
+            raise InputRefused(errors)
+        return parsed

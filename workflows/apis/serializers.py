@@ -7,7 +7,7 @@ from django.contrib.auth.models import Group
 from rest_framework import serializers
 
 from ..models import Actor, Recipe, RecipeVersion
-from ..recipe_format import json_value_errors
+from ..validators import json_value_errors
 
 
 def _json_object(value: object) -> object:

@@ -9,7 +9,7 @@ from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, status, viewsets
 from rest_framework.exceptions import PermissionDenied, ValidationError
-from rest_framework.parsers import FileUploadParser, MultiPartParser
+from rest_framework.parsers import FileUploadParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -18,7 +18,8 @@ from .. import selectors, services
 from ..adapters import document_from_recipe
 from ..models import Recipe
 from ..validators import RecipeRejected, whole_number
-from .parsers import JSONParser
+from .pagination import MAX_LIMIT, window, window_parameters
+from .parsers import JSONParser, MultiPartParser
 from .serializers import (
     ActorSerializer,
     ImportOutput,
@@ -83,13 +84,17 @@ def _import_data(request: Request) -> str | bytes | dict:
 
 class RecipeListApi(APIView):
     @extend_schema(
-        parameters=[OpenApiParameter("q", str, description="search in name, slug, description")],
+        parameters=[
+            OpenApiParameter("q", str, description="search in name, slug, description"),
+            *window_parameters(MAX_LIMIT),
+        ],
         responses=RecipeSummarySerializer(many=True),
     )
     def get(self, request: Request) -> Response:
         query = request.query_params.get("q", "").strip()
         recipes = selectors.recipes_listed(request.user, query=query)
-        return Response(RecipeSummarySerializer(recipes, many=True).data)
+        page = window(recipes, request, default_limit=MAX_LIMIT)
+        return Response(RecipeSummarySerializer(page, many=True).data)
 
     @extend_schema(request=dict, responses={201: ImportOutput})
     def post(self, request: Request) -> Response:

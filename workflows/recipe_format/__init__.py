@@ -1,7 +1,6 @@
 from .loading import (
     DocumentError,
     document_size_errors,
-    json_value_errors,
     load_document,
     structure_errors,
 )
@@ -12,7 +11,6 @@ __all__ = [
     "DocumentError",
     "document_size_errors",
     "json_schema",
-    "json_value_errors",
     "load_document",
     "structure_errors",
 ]

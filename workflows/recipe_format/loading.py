@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import yaml
@@ -64,50 +63,12 @@ def load_document(data: str | bytes, *, max_bytes: int) -> dict[str, Any]:
     return doc
 
 
-# Deeper documents are refused before the structure check and the engine recurse into them.
-MAX_DEPTH = 64
-
-
-def json_value_errors(doc: object) -> list[str]:
-    """Return why `doc` is not plain JSON that every database can store, as `path: message`.
-
-    YAML reads dates, sets and `.inf`, JSON reads 1e400 as infinity, and PostgreSQL refuses
-    NUL characters in text and JSON: each would otherwise fail only when the rows are written.
-    """
-    errors: list[str] = []
-    stack: list[tuple[tuple[int | str, ...], object]] = [((), doc)]
-    while stack and len(errors) < 20:
-        loc, value = stack.pop()
-        where = format_path(loc)
-        if len(loc) > MAX_DEPTH:
-            errors.append(f"{where}: nested deeper than {MAX_DEPTH} levels")
-        elif isinstance(value, dict):
-            for key, item in reversed(value.items()):
-                if not isinstance(key, str):
-                    errors.append(f"{where}: the key {key!r} is not text")
-                elif "\x00" in key:
-                    errors.append(f"{where}: a key contains a NUL character")
-                else:
-                    stack.append(((*loc, key), item))
-        elif isinstance(value, list):
-            stack += [((*loc, i), item) for i, item in reversed(list(enumerate(value)))]
-        elif isinstance(value, str):
-            if "\x00" in value:
-                errors.append(f"{where}: text may not contain a NUL character")
-        elif isinstance(value, float):
-            if not math.isfinite(value):
-                errors.append(f"{where}: the number {value} is out of range")
-        elif value is not None and not isinstance(value, bool | int):
-            errors.append(f"{where}: a {type(value).__name__} is not a JSON value")
-    return errors
-
-
 def document_size_errors(doc: dict[str, Any], *, max_bytes: int) -> list[str]:
     """Return an error if `doc`, written as JSON, is over `max_bytes` (a parsed API body)."""
     try:
         text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
     except (RecursionError, TypeError, ValueError):
-        return []  # not plain JSON: json_value_errors says why
+        return []  # not plain JSON: validators.json_value_errors says why
     size = len(text.encode())
     if size > max_bytes:
         return [f"$: the document is {size} bytes as JSON; the limit is {max_bytes}"]
