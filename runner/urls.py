@@ -1,15 +1,17 @@
 from __future__ import annotations
 
 from workflows.urls import SLUG, api
+from workflows.validators import WHOLE_NUMBER
 
 from . import apis
 
+# Ids are whole numbers in ASCII digits that fit a bigint: any other is no run or task (404).
 urlpatterns = [
     api(f"recipes/{SLUG}/runs", apis.RecipeRunsApi.as_view(), "recipe-runs"),
     api("runs", apis.RunListApi.as_view(), "run-list"),
-    api(r"runs/(?P<run_id>\d+)", apis.RunDetailApi.as_view(), "run-detail"),
-    api(r"runs/(?P<run_id>\d+)/cancel", apis.RunCancelApi.as_view(), "run-cancel"),
-    api(r"runs/(?P<run_id>\d+)/events", apis.RunEventsApi.as_view(), "run-events"),
+    api(f"runs/(?P<run_id>{WHOLE_NUMBER})", apis.RunDetailApi.as_view(), "run-detail"),
+    api(f"runs/(?P<run_id>{WHOLE_NUMBER})/cancel", apis.RunCancelApi.as_view(), "run-cancel"),
+    api(f"runs/(?P<run_id>{WHOLE_NUMBER})/events", apis.RunEventsApi.as_view(), "run-events"),
     api("tasks", apis.TaskListApi.as_view(), "task-list"),
-    api(r"tasks/(?P<task_id>\d+)/decide", apis.TaskDecideApi.as_view(), "task-decide"),
+    api(f"tasks/(?P<task_id>{WHOLE_NUMBER})/decide", apis.TaskDecideApi.as_view(), "task-decide"),
 ]

@@ -22,9 +22,14 @@ HUMAN_PREFIX = "@human:"
 RESERVED_SLUGS = frozenset({"new", "import", "format-schema"})
 
 
+# A whole number as a request may write one (a parameter, an id in an address): ASCII digits,
+# not "²" or Arabic-Indic digits, and few enough to fit the database's 64-bit integers.
+WHOLE_NUMBER = "[0-9]{1,18}"
+
+
 def whole_number(text: str) -> int | None:
     """Return `text` as a whole number if it is one in ASCII digits (not "²", not 5000 digits)."""
-    if text.isascii() and text.isdigit() and len(text) <= 18:
+    if re.fullmatch(WHOLE_NUMBER, text):
         return int(text)
     return None
 
@@ -164,6 +169,10 @@ def _resolve_actors(doc: dict[str, Any]) -> tuple[dict[str, Actor | Group], list
                 errors.append(f"actors.{alias}: unknown reviewer group '{group_name}'")
         elif reference in by_name:
             resolved[alias] = by_name[reference]
+            # Actors are checked when written; a row from before those checks cannot run.
+            if problems := by_name[reference].problems(resolve=False):
+                path, message = problems[0]
+                errors.append(f"actors.{alias}: actor '{reference}' cannot run: {path}: {message}")
         else:
             errors.append(f"actors.{alias}: unknown actor '{reference}'")
     return resolved, errors

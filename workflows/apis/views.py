@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 from .. import selectors, services
 from ..adapters import document_from_recipe
 from ..models import Recipe
-from ..validators import RecipeRejected, whole_number
+from ..validators import WHOLE_NUMBER, RecipeRejected, whole_number
 from .pagination import MAX_LIMIT, window, window_parameters
 from .parsers import JSONParser, MultiPartParser
 from .serializers import (
@@ -45,6 +45,8 @@ class ActorViewSet(viewsets.ModelViewSet):
     serializer_class = ActorSerializer
     permission_classes = [IsStaffOrReadOnly]
     queryset = selectors.actors_list()
+    # An id in ASCII digits that fits a bigint, or no actor (404), never a 500.
+    lookup_value_regex = WHOLE_NUMBER
 
 
 def _recipe_for(request: Request, slug: str, *, perm: str = "workflows.change_recipe") -> Recipe:
