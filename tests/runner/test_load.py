@@ -18,6 +18,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ POOL_MAX_SIZE = 10
 WORKER_CONCURRENCY = 1
 REQUEST_TIMEOUT_S = 30.0
 SAMPLER_APPLICATION_NAME = "branchline-load-sampler"
+LOCKER_APPLICATION_NAME = "branchline-load-locker"
 
 
 def review_document() -> dict[str, Any]:
@@ -98,6 +100,19 @@ def review_document() -> dict[str, Any]:
     }
 
 
+def review_setup() -> tuple[Recipe, Any, dict[str, str]]:
+    """Publish the review recipe of the owner `olivia`, whose reviewers are `rita` and `ross`;
+    return it, the owner and everyone's API token."""
+    reviewers = GroupFactory(name="load-reviewers")
+    owner = UserFactory(username="olivia")
+    users = [owner, UserFactory(username="rita"), UserFactory(username="ross")]
+    for reviewer in users[1:]:
+        reviewer.groups.add(reviewers)
+    recipe = recipe_import(user=owner, data=review_document()).recipe
+    recipe_publish(recipe=recipe, user=owner)
+    return recipe, owner, {u.username: Token.objects.create(user=u).key for u in users}
+
+
 @dataclass
 class Site:
     """The server and worker processes, the recipe and the users' API tokens."""
@@ -128,14 +143,7 @@ def site(transactional_db: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     try:
         server.start()
         worker.start()
-        reviewers = GroupFactory(name="load-reviewers")
-        owner = UserFactory(username="olivia")
-        users = [owner, UserFactory(username="rita"), UserFactory(username="ross")]
-        for reviewer in users[1:]:
-            reviewer.groups.add(reviewers)
-        recipe = recipe_import(user=owner, data=review_document()).recipe
-        recipe_publish(recipe=recipe, user=owner)
-        tokens = {u.username: Token.objects.create(user=u).key for u in users}
+        recipe, owner, tokens = review_setup()
         server.wait_ready()
         worker.wait_ready()
         yield Site(server, worker, recipe, owner, tokens)
@@ -383,3 +391,71 @@ def test_50_concurrent_decisions_on_one_task_from_two_reviewers_give_one_200(sit
     wanted = RunStatus.SUCCEEDED if approved else RunStatus.ENDED
     run = wait_for_status(site, task.run_id, wanted)
     assert run.events.filter(type="human_task.decided").count() == 1
+
+
+def test_a_request_that_finds_the_pool_busy_gets_a_503_instead_of_waiting_on(
+    transactional_db: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_services()
+    monkeypatch.setattr(celery_app.conf, "task_default_queue", QUEUE)
+    server = ServerProcess(
+        tmp_path, DATABASE_POOL_MIN_SIZE=1, DATABASE_POOL_MAX_SIZE=1, DATABASE_POOL_TIMEOUT=0.5
+    )
+    locker = None
+    try:
+        server.start()
+        _, owner, tokens = review_setup()
+        # No worker: the run stays queued, a row to lock.
+        run = services.run_start(user=owner, recipe=Recipe.objects.get(), inputs={"topic": "x"})
+        server.wait_ready()
+        headers = {"Authorization": f"Token {tokens['olivia']}"}
+        locker = psycopg.connect(database_url(LOCKER_APPLICATION_NAME))
+        locker.execute(f"SELECT 1 FROM {Run._meta.db_table} WHERE id = %s FOR UPDATE", [run.pk])
+        with httpx.Client(
+            base_url=server.url, timeout=REQUEST_TIMEOUT_S, headers=headers
+        ) as client:
+            with ThreadPoolExecutor(1) as pool:
+                # The cancel waits for the run's row lock, holding the server's one connection.
+                cancel = pool.submit(client.post, f"/api/runs/{run.pk}/cancel")
+                try:
+                    wait_until_a_server_session_waits_for_a_lock(server)
+                    started = time.monotonic()
+                    busy = client.get("/api/runs/")
+                    waited = time.monotonic() - started
+                finally:
+                    locker.rollback()
+                cancelled = cancel.result(timeout=REQUEST_TIMEOUT_S)
+            after = client.get("/api/runs/")
+    finally:
+        if locker is not None:
+            locker.close()
+        server.kill()
+        purge_queue()
+        wait_for_worker_sessions_to_close(application_name=SERVER_APPLICATION_NAME)
+
+    assert busy.status_code == 503, busy.text[:500]
+    assert busy.headers["content-type"] == "application/json"
+    assert busy.json()["errors"], busy.text
+    assert "Retry-After" in busy.headers
+    assert 0.5 <= waited < 5
+    assert (cancelled.status_code, after.status_code) == (200, 200)
+
+
+def wait_until_a_server_session_waits_for_a_lock(
+    server: ServerProcess, timeout: float = 15
+) -> None:
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(database_url(SAMPLER_APPLICATION_NAME), autocommit=True) as conn:
+        while True:
+            (waiting,) = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND application_name = %s AND wait_event_type = 'Lock'",
+                [SERVER_APPLICATION_NAME],
+            ).fetchone() or (0,)
+            if waiting:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"no request of the server waits for the lock\n{server.log_tail()}"
+                )
+            time.sleep(0.05)
