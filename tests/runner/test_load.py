@@ -13,6 +13,7 @@ already"): the server kept a persistent connection in each request's thread.
 from __future__ import annotations
 
 import asyncio
+import json
 import statistics
 import threading
 import time
@@ -26,7 +27,10 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+from django.test import Client
 from rest_framework.authtoken.models import Token
+from websockets.asyncio.client import connect as websockets_connect
+from websockets.typing import Origin
 
 from config.celery import app as celery_app
 from runner import services
@@ -398,9 +402,7 @@ def test_a_request_that_finds_the_pool_busy_gets_a_503_instead_of_waiting_on(
 ) -> None:
     require_services()
     monkeypatch.setattr(celery_app.conf, "task_default_queue", QUEUE)
-    server = ServerProcess(
-        tmp_path, DATABASE_POOL_MIN_SIZE=1, DATABASE_POOL_MAX_SIZE=1, DATABASE_POOL_TIMEOUT=0.5
-    )
+    server = one_connection_server(tmp_path)
     locker = None
     try:
         server.start()
@@ -439,6 +441,65 @@ def test_a_request_that_finds_the_pool_busy_gets_a_503_instead_of_waiting_on(
     assert "Retry-After" in busy.headers
     assert 0.5 <= waited < 5
     assert (cancelled.status_code, after.status_code) == (200, 200)
+
+
+def one_connection_server(log_dir: Path) -> ServerProcess:
+    """A server whose pool holds one connection, and whose requests wait half a second for it."""
+    return ServerProcess(
+        log_dir, DATABASE_POOL_MIN_SIZE=1, DATABASE_POOL_MAX_SIZE=1, DATABASE_POOL_TIMEOUT=0.5
+    )
+
+
+def test_a_pool_of_one_connection_serves_requests_and_websocket_monitors_in_turn(
+    transactional_db: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every request and every consumer call hands its connection back when it ends: a request
+    or a websocket that kept it would leave the next ones a 503."""
+    require_services()
+    monkeypatch.setattr(celery_app.conf, "task_default_queue", QUEUE)
+    server = one_connection_server(tmp_path)
+    try:
+        server.start()
+        _, owner, tokens = review_setup()
+        run = services.run_start(user=owner, recipe=Recipe.objects.get(), inputs={"topic": "x"})
+        client = Client()
+        client.force_login(owner)
+        cookie = f"sessionid={client.cookies['sessionid'].value}"
+        server.wait_ready()
+        statuses = asyncio.run(
+            requests_and_monitors(server, run.pk, tokens["olivia"], cookie, rounds=5)
+        )
+    finally:
+        server.kill()
+        purge_queue()
+        wait_for_worker_sessions_to_close(application_name=SERVER_APPLICATION_NAME)
+
+    assert statuses == [(200, ["run.queued"], 200, 200)] * 5, server.log_tail()
+
+
+async def requests_and_monitors(
+    server: ServerProcess, run_id: int, token: str, cookie: str, rounds: int
+) -> list[tuple[int, list[str], int, int]]:
+    """Per round: a request; a monitor that replays the run's events and, while it stays open,
+    another request; then, once it closed, a third."""
+    headers = {"Authorization": f"Token {token}"}
+    ws_url = f"ws://127.0.0.1:{server.port}/ws/runs/{run_id}/?after=0"
+    ws_headers = {"Cookie": cookie}
+    statuses = []
+    async with httpx.AsyncClient(
+        base_url=server.url, headers=headers, timeout=REQUEST_TIMEOUT_S
+    ) as client:
+        for _ in range(rounds):
+            before = (await client.get(f"/api/runs/{run_id}/")).status_code
+            async with websockets_connect(
+                ws_url, origin=Origin(server.url), additional_headers=ws_headers, open_timeout=10
+            ) as monitor:
+                message = json.loads(await asyncio.wait_for(monitor.recv(), REQUEST_TIMEOUT_S))
+                replayed = [event["type"] for event in message["events"]]
+                during = (await client.get("/api/runs/")).status_code
+            after = (await client.get(f"/api/runs/{run_id}/events")).status_code
+            statuses.append((before, replayed, during, after))
+    return statuses
 
 
 def wait_until_a_server_session_waits_for_a_lock(
