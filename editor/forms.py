@@ -32,7 +32,7 @@ from workflows.engine.vocabulary import (
     STEP_KINDS,
 )
 from workflows.models import SLUG_VALIDATOR, Recipe
-from workflows.validators import HUMAN_PREFIX, RESERVED_SLUGS, whole_number
+from workflows.validators import HUMAN_PREFIX, RESERVED_SLUGS, json_value_errors, whole_number
 
 from .conditions import canonical_action, logical_type
 from .selectors import actor_choices, document_errors, human_references
@@ -106,7 +106,28 @@ def _errors_under(errors: list[str], prefix: str) -> list[tuple[list[str], str]]
     return found
 
 
-class PrettyJSONField(forms.JSONField):
+class StorableJSONField(forms.JSONField):
+    """A JSON field that refuses what the database cannot hold, saying where in the value.
+
+    The door (config/middleware.py) refuses NUL in the text posted, but JSON can still write
+    one (`\\u0000`) or a lone surrogate (`\\ud800`), and NaN, which no jsonb column takes.
+    """
+
+    def validate(self, value: Any) -> None:
+        super().validate(value)
+        if errors := json_value_errors(value):
+            raise ValidationError(errors[0])
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        value = super().bound_data(data, initial)
+        if isinstance(data, str) and json_value_errors(value):
+            # Show the refused text as it was typed: written back out, a lone surrogate
+            # cannot be encoded into the page.
+            return forms.fields.InvalidJSONInput(data)
+        return value
+
+
+class PrettyJSONField(StorableJSONField):
     """A JSON field shown indented, for the few settings that are whole JSON structures."""
 
     def prepare_value(self, value: Any) -> str:
@@ -227,6 +248,9 @@ class InputForm(forms.Form):
             data["default"] = json.loads(raw)
         except json.JSONDecodeError:
             self.add_error("default", f"Write the default as JSON for a {data.get('type')}.")
+            return data
+        if errors := json_value_errors(data["default"]):
+            self.add_error("default", errors[0])
         return data
 
 
@@ -692,6 +716,17 @@ class ConditionForm(forms.Form):
         self.fields["type"].widget.attrs["data-refresh"] = "true"
         if self.canonical == "execution_error":
             self.fields["operator"].widget.attrs["data-refresh"] = "true"
+
+    def clean_extra(self) -> str:
+        """Keep the condition's other fields (JSON the page carries) only if they can be stored."""
+        raw = self.cleaned_data["extra"]
+        try:
+            loaded = json.loads(raw) if raw else None
+        except json.JSONDecodeError:
+            return raw  # unreadable: `condition` leaves it out
+        if errors := json_value_errors(loaded):
+            raise ValidationError(errors[0])
+        return raw
 
     def _kind(self) -> str:
         if self.is_bound:
@@ -1249,8 +1284,8 @@ def split_answers(text: str) -> list[str]:
 
 class RecipeTestForm(forms.Form):
     name = forms.CharField(max_length=200)
-    inputs = forms.JSONField(required=False)
-    script = forms.JSONField(required=False)
+    inputs = StorableJSONField(required=False)
+    script = StorableJSONField(required=False)
     expected_path = forms.CharField(
         help_text="Step keys in the order the run takes them, separated by →, > or commas."
     )

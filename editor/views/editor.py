@@ -22,7 +22,7 @@ from workflows.adapters import document_from_recipe
 from workflows.models import Recipe
 from workflows.selectors import recipe_get
 from workflows.services import RecipeConflict
-from workflows.validators import RecipeRejected, whole_number
+from workflows.validators import RecipeRejected, json_value_errors, whole_number
 
 from ..forms import (
     BranchPanel,
@@ -62,6 +62,8 @@ def posted_document(request: HttpRequest, recipe: Recipe) -> dict[str, Any]:
         raise BadDocument("document: not JSON") from None
     if not isinstance(document, dict):
         raise BadDocument("document: a recipe is a JSON object")
+    if errors := json_value_errors(document, at="document"):
+        raise BadDocument(errors[0])  # NUL, a lone surrogate, NaN: nothing a panel can show
     steps = document.get("steps")
     if steps is not None and not (
         isinstance(steps, list) and all(isinstance(s, dict) for s in steps)

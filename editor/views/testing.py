@@ -23,7 +23,7 @@ from workflows.adapters import document_from_recipe
 from workflows.models import Recipe
 from workflows.validators import whole_number
 
-from ..forms import RecipeTestForm, split_answers
+from ..forms import RecipeTestForm, StorableJSONField, split_answers
 from ..models import RecipeTest
 from ..selectors import branch_coverage, recipe_tests, run_path
 from ..services import (
@@ -59,7 +59,7 @@ class TestRunForm(forms.Form):
             elif kind == "boolean":
                 field = forms.BooleanField(required=False, label=label)
             elif kind in ("object", "array"):
-                field = forms.JSONField(required=required, label=f"{label}, JSON")
+                field = StorableJSONField(required=required, label=f"{label}, JSON")
             else:
                 field = forms.CharField(
                     required=required,
