@@ -24,7 +24,10 @@ pytestmark = pytest.mark.django_db
 
 NUL = "contains a NUL character"
 SURROGATE = "contains a lone surrogate (U+D800)"
-BAD_TEXT = [pytest.param("a\x00b", NUL, id="NUL"), pytest.param("a\ud800b", SURROGATE, id="surrogate")]
+BAD_TEXT = [
+    pytest.param("a\x00b", NUL, id="NUL"),
+    pytest.param("a\ud800b", SURROGATE, id="surrogate"),
+]
 
 
 @pytest.fixture
