@@ -115,7 +115,7 @@ if _db["ENGINE"] == "django.db.backends.postgresql":
         raise ImproperlyConfigured(
             "DATABASE_POOL_MIN_SIZE must be between 0 and DATABASE_POOL_MAX_SIZE"
         )
-    if not 0 < DATABASE_POOL_TIMEOUT < float("inf"):
+    if DATABASE_POOL_TIMEOUT <= 0:
         raise ImproperlyConfigured("DATABASE_POOL_TIMEOUT must be a number of seconds above 0")
     _db.setdefault("OPTIONS", {})["pool"] = {
         "min_size": DATABASE_POOL_MIN_SIZE,
