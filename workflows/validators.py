@@ -130,7 +130,7 @@ def check_document(doc: dict[str, Any]) -> CheckedDocument:
         # Not plain JSON (or absurdly deep): the other checks would trip over it.
         raise RecipeRejected(junk)
     errors = structure_errors(doc)
-    if doc.get("slug") in RESERVED_SLUGS:
+    if isinstance(doc.get("slug"), str) and doc["slug"] in RESERVED_SLUGS:
         errors.append(f"slug: '{doc['slug']}' is reserved; choose another")
     graph = None
     try:

@@ -433,6 +433,16 @@ def test_it_refuses_a_slug_that_names_a_page_or_route(api: Any, actors: Any, slu
     assert not Recipe.objects.filter(slug=slug).exists()
 
 
+@pytest.mark.parametrize("slug", [{}, [], 7, None])
+def test_it_refuses_a_slug_that_is_no_text_with_a_clear_error(
+    api: Any, actors: Any, slug: Any
+) -> None:
+    answer = api.post("/api/recipes", recipe_document(slug=slug, name="Odd"), format="json")
+
+    assert answer.status_code == 400
+    assert any(e.startswith("slug: ") for e in answer.json()["errors"]), answer.json()
+
+
 @pytest.mark.parametrize("version", ["²", "9" * 5000, "-1", "x"])
 def test_exporting_a_version_that_is_no_whole_number_is_a_clear_error(
     api: Any, recipe: Recipe, version: str
