@@ -29,6 +29,8 @@ from typing import Any, NoReturn, cast
 import httpx
 import openai
 
+from workflows.actor_spec import RESERVED_PARAMS
+
 from .base import (
     ChatRequest,
     ChatResult,
@@ -37,7 +39,7 @@ from .base import (
     ProviderTimeoutError,
     TokenCallback,
 )
-from .urls import DEFAULT_ALLOWLIST, Allowlist, check_base_url, connect_addresses
+from .urls import DEFAULT_ALLOWLIST, Allowlist, check_base_url, connect_addresses, parse_allowlist
 
 MAX_RESPONSE_CHARS = 200_000
 # Hard ceiling on any body, streamed or not: SSE wraps every few characters in a JSON
@@ -47,8 +49,6 @@ MAX_RETRY_AFTER_S = 30.0
 BASE_BACKOFF_S = 0.5
 MAX_BACKOFF_S = 8.0
 _RETRYABLE_STATUSES = frozenset({408, 425, 429})
-# Keys the provider sets itself; letting actor params override them would break parsing.
-_RESERVED_PARAMS = frozenset({"model", "messages", "stream", "stream_options", "n"})
 _EXCERPT_CHARS = 200
 _MIN_SECRET_CHARS = 8
 _NO_AMBIENT_HEADERS = cast(
@@ -255,7 +255,7 @@ class OpenAICompatibleProvider:
             raise ProviderConfigError(f"max_retries must not be negative, not {max_retries}")
         if not connect_timeout > 0:
             raise ProviderConfigError(f"connect_timeout must be positive, not {connect_timeout}")
-        self._allowlist = Allowlist.parse(allowlist)
+        self._allowlist = parse_allowlist(allowlist)
         self.base_url = check_base_url(base_url, allowlist=self._allowlist).url
         self._api_key = _Secret(api_key) if api_key else None
         self.max_retries = max_retries
@@ -279,7 +279,7 @@ class OpenAICompatibleProvider:
         that fails after tokens were delivered is not retried here: the caller has already
         seen part of an answer, so it decides.
         """
-        reserved = sorted(_RESERVED_PARAMS.intersection(request.params))
+        reserved = sorted(RESERVED_PARAMS.intersection(request.params))
         if reserved:
             raise ProviderConfigError(f"{self._who()}: params may not set {', '.join(reserved)}")
         started = time.monotonic()

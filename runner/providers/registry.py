@@ -11,7 +11,7 @@ from .base import Provider, ProviderConfigError
 from .ollama import OllamaProvider
 from .openai_compat import OpenAICompatibleProvider
 from .scripted import ScriptedProvider
-from .urls import DEFAULT_ALLOWLIST
+from .urls import settings_allowlist
 
 ProviderName = Literal["ollama", "openai", "scripted"]
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
@@ -69,7 +69,7 @@ def get_provider(actor: ActorConfig, *, allowlist: Sequence[str] | None = None) 
             f"expected one of {', '.join(sorted(PROVIDERS))}"
         )
     if allowlist is None:
-        allowlist = _settings_allowlist()
+        allowlist = settings_allowlist()
     try:
         return build(actor, allowlist)
     except ProviderConfigError as exc:
@@ -86,16 +86,3 @@ def _api_key(actor: ActorConfig) -> str | None:
             f"environment variable {actor.api_key_env} (api_key_env) is not set"
         )
     return value
-
-
-def _settings_allowlist() -> Sequence[str]:
-    # Imported here, not at module level: providers must work without Django (CLI tools,
-    # tests of this package), and settings may be configured after this module loads.
-    try:
-        from django.conf import settings  # type: ignore[import-untyped]
-    except ImportError:
-        return DEFAULT_ALLOWLIST
-    if not settings.configured:
-        return DEFAULT_ALLOWLIST
-    allowlist: Sequence[str] = getattr(settings, "PROVIDER_URL_ALLOWLIST", DEFAULT_ALLOWLIST)
-    return allowlist

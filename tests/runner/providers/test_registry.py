@@ -107,7 +107,7 @@ def test_it_prefixes_config_errors_with_the_actor_name() -> None:
     ):
         get_provider(actor(name="judge", base_url="http://10.0.0.1/v1"))
     with pytest.raises(
-        ProviderConfigError, match=r"actor 'bot': scripted config: replies\[0\] must be text"
+        ProviderConfigError, match=r"actor 'bot': scripted config: replies\[0\]: must be text"
     ):
         get_provider(actor(name="bot", provider="scripted", config={"replies": [1]}))
 
