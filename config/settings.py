@@ -8,6 +8,7 @@ Redis for production.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -28,6 +29,45 @@ if not SECRET_KEY:
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+
+def _switch(name: str, *, default: bool) -> bool:
+    """Read an on/off setting; a value that is neither stops the start (a typo must not turn
+    a security setting off)."""
+    raw = env.str(name, default="").strip().lower()
+    if not raw:
+        return default
+    if raw in {"1", "true", "yes", "on"}:
+        return True
+    if raw in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name} is on or off (1/0, true/false, yes/no), not {raw!r}")
+
+
+# HTTPS, for a deployment behind a proxy that terminates TLS (README: Production topology). All
+# of it is off unless set, so that `make run` and the tests work over plain http on localhost;
+# once SECURE_SSL_REDIRECT is on, the cookies are secure unless said otherwise.
+# SECURE_PROXY_SSL_HEADER names the header the proxy sets to "https" on requests that reached it
+# over TLS (e.g. X-Forwarded-Proto). Set it only behind such a proxy, which must also overwrite
+# that header on every request: trusted from anyone else, a client could claim https.
+_proxy_header = env.str("SECURE_PROXY_SSL_HEADER", default="")
+if _proxy_header:
+    _meta_name = "HTTP_" + _proxy_header.upper().replace("-", "_").removeprefix("HTTP_")
+    if not re.fullmatch(r"HTTP_[A-Z0-9_]+", _meta_name):
+        raise ImproperlyConfigured(
+            f"SECURE_PROXY_SSL_HEADER is a header name such as X-Forwarded-Proto, not "
+            f"{_proxy_header!r}"
+        )
+    SECURE_PROXY_SSL_HEADER = (_meta_name, "https")
+SECURE_SSL_REDIRECT = _switch("SECURE_SSL_REDIRECT", default=False)
+SESSION_COOKIE_SECURE = _switch("SESSION_COOKIE_SECURE", default=SECURE_SSL_REDIRECT)
+CSRF_COOKIE_SECURE = _switch("CSRF_COOKIE_SECURE", default=SECURE_SSL_REDIRECT)
+# HSTS makes browsers refuse plain http for this long: a choice to make, not a default.
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+if SECURE_HSTS_SECONDS < 0:
+    raise ImproperlyConfigured("SECURE_HSTS_SECONDS is a number of seconds, 0 to turn HSTS off")
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _switch("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = _switch("SECURE_HSTS_PRELOAD", default=False)
 
 INSTALLED_APPS = [
     "daphne",
