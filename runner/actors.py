@@ -12,7 +12,14 @@ from django.db import connection
 from workflows.models import Actor
 
 from . import fast_commit
-from .providers import ActorConfig, ChatRequest, ChatResult, Provider, get_provider
+from .providers import (
+    ActorConfig,
+    ChatRequest,
+    ChatResult,
+    Provider,
+    ProviderConfigError,
+    get_provider,
+)
 
 HUMAN_PREFIX = "@human:"
 
@@ -25,6 +32,7 @@ class ResolvedActor:
     group_id: int | None = None
     config: ActorConfig | None = None
     scripted: tuple[str, ...] | None = None  # dry-run answers for this alias
+    problem: str | None = None  # why the actor's row cannot run (`path: message`), if it cannot
 
 
 def resolve(
@@ -50,6 +58,9 @@ def resolve(
         raise LookupError(f"actor '{reference}' no longer exists")
     if actor.kind == Actor.Kind.HUMAN:
         return ResolvedActor(alias, reference, True, actor.group_id, scripted=scripted)
+    # Actors are checked when written; a row from before those checks fails its calls clearly.
+    problems = actor.problems(resolve=False) if scripted is None else []
+    problem = f"{problems[0][0]}: {problems[0][1]}" if problems else None
     config = ActorConfig(
         name=actor.name,
         provider=actor.provider,
@@ -60,7 +71,7 @@ def resolve(
         timeout_s=actor.timeout_s,
         config=actor.config,
     )
-    return ResolvedActor(alias, reference, False, config=config, scripted=scripted)
+    return ResolvedActor(alias, reference, False, config=config, scripted=scripted, problem=problem)
 
 
 def _actor_named(name: str) -> Actor | None:
@@ -73,7 +84,12 @@ def provider_for(actor: ResolvedActor) -> Provider:
     """Return the provider that answers for an LLM actor (a scripted one in dry runs)."""
     if actor.scripted is not None:
         return _scripted(actor.scripted)
-    assert actor.config is not None
+    if actor.problem is not None:
+        raise ProviderConfigError(f"actor '{actor.name}' cannot run: {actor.problem}")
+    if actor.config is None:
+        raise ProviderConfigError(
+            f"actor '{actor.name}' is a reviewer group, not a model: it cannot answer a prompt"
+        )
     return get_provider(actor.config)
 
 

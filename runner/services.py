@@ -93,7 +93,13 @@ def run_start(
             if version
             else f"'{recipe.slug}' has no published version yet: publish it first"
         )
-    graph, document = version_graph(pinned.pk, pinned.created_at)  # parsed once per process
+    try:
+        graph, document = version_graph(pinned.pk, pinned.created_at)  # parsed once per process
+    except engine.RecipeInvalid as exc:
+        # Published before a check it fails was added (e.g. the bounds on regexes).
+        raise RunNotStartable(
+            f"version: v{pinned.number} of '{recipe.slug}' cannot run: {'; '.join(exc.errors)}"
+        ) from None
     checked_inputs = check_inputs(document.get("inputs", {}), inputs)
     checked_script = check_script(script, graph)
     state = engine.RunState.start(graph, checked_inputs, max_steps=settings.RUN_MAX_STEPS)

@@ -1,19 +1,109 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
-from django.contrib import admin
-from django.http import HttpRequest
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils.html import format_html
 
+from . import services
+from .actor_urls import redact_url
 from .models import Actor, Branch, Recipe, RecipeActor, RecipeVersion, Step
+
+
+class RedactedURLInput(forms.URLInput):
+    """Show a base URL without credentials (rows written before they were refused)."""
+
+    def format_value(self, value: Any) -> str | None:
+        shown = super().format_value(value)
+        return redact_url(shown) if shown else shown
+
+
+class ActorForm(forms.ModelForm):
+    """The whole actor is checked by `Actor.clean`; this adds what recipes need of it."""
+
+    base_url = forms.URLField(
+        required=False, max_length=200, assume_scheme="https", widget=RedactedURLInput
+    )
+
+    class Meta:
+        model = Actor
+        fields = [
+            "name",
+            "kind",
+            "provider",
+            "model",
+            "base_url",
+            "api_key_env",
+            "params",
+            "timeout_s",
+            "group",
+            "config",
+        ]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        if self.instance.pk is not None:
+            stored = Actor.objects.get(pk=self.instance.pk)
+            changes = {f: cleaned[f] for f in ("name", "kind") if f in cleaned}
+            refusal = services.actor_change_refusal(actor=stored, changes=changes)
+            if refusal is not None:
+                self.add_error(refusal[0], refusal[1])
+        return cleaned
+
+
+def _refusing_in_use(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Answer an ActorInUse (a publish raced the form's check) with a message, not a 500."""
+
+    def guarded(admin_: ActorAdmin, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return view(admin_, request, *args, **kwargs)
+        except services.ActorInUse as exc:
+            admin_.message_user(request, str(exc).removeprefix("$: "), messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+
+    return guarded
 
 
 @admin.register(Actor)
 class ActorAdmin(admin.ModelAdmin):
+    """Actors through the same checks as the API: whole, and never pulled from under a recipe."""
+
+    form = ActorForm
     list_display = ["name", "kind", "provider", "model", "group"]
     list_filter = ["kind", "provider"]
     search_fields = ["name", "model"]
+
+    def save_model(self, request: HttpRequest, obj: Actor, form: ActorForm, change: bool) -> None:
+        if change:
+            changes = {f: form.cleaned_data[f] for f in form.changed_data}
+            services.actor_update(actor=obj, changes=changes)
+        else:
+            obj.save()
+
+    def delete_model(self, request: HttpRequest, obj: Actor) -> None:
+        services.actor_delete(actor=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Actor]) -> None:
+        for actor in queryset:
+            services.actor_delete(actor=actor)
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        # Listed as protected, the admin shows why and offers no "Yes, I'm sure".
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        for actor in objs:
+            refusal = services.actor_delete_refusal(actor=actor)
+            if refusal is not None:
+                protected = [*protected, refusal]
+        return deleted, counts, perms_needed, protected
+
+    changeform_view = _refusing_in_use(admin.ModelAdmin.changeform_view)
+    delete_view = _refusing_in_use(admin.ModelAdmin.delete_view)
+    changelist_view = _refusing_in_use(admin.ModelAdmin.changelist_view)
 
 
 class RecipeActorInline(admin.TabularInline):

@@ -13,6 +13,9 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 
+from .actor_spec import ActorFields, Problem, actor_problems
+from .actor_urls import settings_allowlist
+
 SLUG_VALIDATOR = RegexValidator(
     r"^[a-z0-9][a-z0-9_-]*$", "Use lowercase letters, digits, '-' and '_'."
 )
@@ -66,11 +69,33 @@ class Actor(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def problems(self, *, resolve: bool = True) -> list[Problem]:
+        """Return what keeps this actor from running, as `(path, message)` (actor_spec.py).
+
+        The base URL is checked with the call-time SSRF guard and PROVIDER_URL_ALLOWLIST;
+        `resolve=False` checks it without looking its host name up.
+        """
+        fields = ActorFields(
+            kind=self.kind,
+            provider=self.provider,
+            model=self.model,
+            base_url=self.base_url,
+            api_key_env=self.api_key_env,
+            params=self.params,
+            timeout_s=self.timeout_s,
+            has_group=self.group_id is not None,
+            config=self.config,
+        )
+        return actor_problems(fields, allowlist=settings_allowlist(), resolve=resolve)
+
     def clean(self) -> None:
-        if self.kind == self.Kind.HUMAN and self.group_id is None:
-            raise ValidationError({"group": "A human actor needs a reviewer group."})
-        if self.kind == self.Kind.LLM and not self.provider:
-            raise ValidationError({"provider": "An LLM actor needs a provider."})
+        """Refuse an actor that cannot run (the admin and the demo seed call this)."""
+        errors: dict[str, list[str]] = {}
+        for path, message in self.problems():
+            field, _, inner = path.partition(".")
+            errors.setdefault(field, []).append(f"{inner}: {message}" if inner else message)
+        if errors:
+            raise ValidationError(errors)
 
 
 class Recipe(models.Model):

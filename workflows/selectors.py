@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Max, Q, QuerySet
 from django.http import Http404
 
-from .models import Actor, Recipe
+from .models import Actor, Recipe, RecipeVersion
+
+# Recipes named in an "actor is used by" message before "and N more".
+_USERS_SHOWN = 10
 
 
 def recipes_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Recipe]:
@@ -43,3 +48,41 @@ def recipe_get(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> Recipe:
 def actors_list() -> QuerySet[Actor]:
     """Return every actor (actors are shared; their secrets live in env vars)."""
     return Actor.objects.select_related("group")
+
+
+@dataclass(frozen=True)
+class ActorUsers:
+    """The recipes whose published versions, or whose drafts, name an actor (by slug)."""
+
+    published: tuple[str, ...]
+    drafts: tuple[str, ...]
+
+    def describe(self, name: str, *, drafts: bool = True) -> str:
+        """Say which recipes use actor `name`: `actor 'x' is used by published versions of: a`."""
+        parts = []
+        if self.published:
+            parts.append(f"published versions of: {_listed(self.published)}")
+        if drafts and self.drafts:
+            parts.append(f"the drafts of: {_listed(self.drafts)}")
+        return f"actor '{name}' is used by {' and by '.join(parts)}"
+
+
+def actor_users(*, name: str) -> ActorUsers:
+    """Return the recipes that use the actor called `name`.
+
+    Published versions name actors in their document (`actors`: alias -> name), and every
+    run, live or finished, pins one: they are read from there. Drafts point at the row.
+    """
+    published = {
+        slug
+        for slug, actors in RecipeVersion.objects.values_list("recipe__slug", "document__actors")
+        if isinstance(actors, dict) and name in actors.values()
+    }
+    drafts = Recipe.objects.filter(actor_aliases__actor__name=name).values_list("slug", flat=True)
+    return ActorUsers(tuple(sorted(published)), tuple(sorted(set(drafts))))
+
+
+def _listed(slugs: tuple[str, ...]) -> str:
+    shown = ", ".join(slugs[:_USERS_SHOWN])
+    more = len(slugs) - _USERS_SHOWN
+    return f"{shown} and {more} more" if more > 0 else shown

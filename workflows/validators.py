@@ -169,6 +169,10 @@ def _resolve_actors(doc: dict[str, Any]) -> tuple[dict[str, Actor | Group], list
                 errors.append(f"actors.{alias}: unknown reviewer group '{group_name}'")
         elif reference in by_name:
             resolved[alias] = by_name[reference]
+            # Actors are checked when written; a row from before those checks cannot run.
+            if problems := by_name[reference].problems(resolve=False):
+                path, message = problems[0]
+                errors.append(f"actors.{alias}: actor '{reference}' cannot run: {path}: {message}")
         else:
             errors.append(f"actors.{alias}: unknown actor '{reference}'")
     return resolved, errors

@@ -325,15 +325,15 @@ class TestActors:
 
         assert response.status_code == 409
         assert response.json()["errors"] == [
-            "$: it is still used by runs or recipes and cannot be deleted"
+            "$: actor 'scripted-writer' is used by the drafts of: short-story"
         ]
         assert Actor.objects.filter(pk=actors.writer.pk).exists()
 
     @pytest.mark.parametrize(
         ("body", "expected"),
         [
-            ({"name": "h", "kind": "human"}, "group: A human actor needs a reviewer group."),
-            ({"name": "m", "kind": "llm"}, "provider: An LLM actor needs a provider."),
+            ({"name": "h", "kind": "human"}, "group: a human actor needs a reviewer group"),
+            ({"name": "m", "kind": "llm"}, "provider: an LLM actor needs a provider: *"),
             ({"name": "k", "provider": "openai", "api_key_env": "sk-123"}, "api_key_env: *"),
             ({"name": "p", "provider": "bard"}, 'provider: "bard" is not a valid choice.'),
             ({"name": "g", "kind": "human", "group": "ghosts"}, "group: *"),

@@ -19,7 +19,7 @@ from rest_framework.exceptions import (
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from ..services import RecipeConflict
+from ..services import ActorInUse, RecipeConflict
 from ..validators import RecipeRejected
 
 
@@ -57,7 +57,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     """Answer domain errors with a clear JSON body; leave the rest to DRF."""
     if isinstance(exc, RecipeRejected | InputRefused):
         return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
-    if isinstance(exc, RecipeConflict):
+    if isinstance(exc, RecipeConflict | ActorInUse):
         return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, ProtectedError):
         return Response(

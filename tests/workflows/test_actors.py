@@ -1,0 +1,616 @@
+"""Actors are checked whole wherever they are written (API, admin, seed, import) with the
+call-time SSRF guard, never show credentials, and stay while published versions name them."""
+
+from __future__ import annotations
+
+import json
+import socket
+from io import StringIO
+from typing import Any
+
+import pytest
+from django import forms
+from django.core.management import call_command
+from django.test import Client
+from rest_framework.test import APIClient
+
+from runner.models import Run
+from runner.services import run_start
+from tests.factories import ActorFactory, recipe_document
+from workflows.actor_urls import redact_url
+from workflows.adapters import document_from_recipe
+from workflows.admin import ActorForm
+from workflows.models import Actor, Recipe
+from workflows.services import recipe_import, recipe_publish, recipe_update
+
+pytestmark = pytest.mark.django_db
+
+CREDENTIALS = (
+    "base_url: must not contain credentials; put the key in the env var named by api_key_env"
+)
+HINT = "add it to PROVIDER_URL_ALLOWLIST to allow it"
+
+
+def openai_actor(**fields: Any) -> dict[str, Any]:
+    return {"name": "remote", "provider": "openai", "model": "gpt-4o-mini", **fields}
+
+
+def resolve_to(monkeypatch: pytest.MonkeyPatch, *addresses: str) -> None:
+    """Make every host name resolve to `addresses` (no test needs real DNS)."""
+
+    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        family = socket.AF_INET6 if ":" in addresses[0] else socket.AF_INET
+        return [(family, socket.SOCK_STREAM, 6, "", (a, port)) for a in addresses]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+@pytest.fixture
+def admin_client(superuser: Any) -> Client:
+    client = Client()
+    client.force_login(superuser)
+    return client
+
+
+@pytest.fixture
+def published(user: Any, recipe: Recipe) -> Recipe:
+    """The `short-story` recipe (its writer: `scripted-writer`), published once."""
+    recipe_publish(recipe=recipe, user=user)
+    return recipe
+
+
+class TestBaseURLs:
+    @pytest.mark.parametrize(
+        ("url", "error"),
+        [
+            (
+                "http://169.254.169.254/latest/meta-data",
+                "base_url: refused: 169.254.169.254, a link-local address (cloud metadata "
+                f"services live there); {HINT}",
+            ),
+            ("http://10.0.0.1:8000/v1", f"base_url: refused: 10.0.0.1, a private address; {HINT}"),
+            (
+                "http://[::ffff:10.0.0.1]/v1",
+                f"base_url: refused: ::ffff:10.0.0.1 is 10.0.0.1, a private address; {HINT}",
+            ),
+            ("http://192.168.1.5/v1", f"base_url: refused: 192.168.1.5, a private address; {HINT}"),
+            (
+                "http://127.0.0.1:8080/v1",
+                f"base_url: refused: 127.0.0.1, a loopback address; {HINT}",
+            ),
+            ("http://0x7f000001/v1", "base_url: Enter a valid URL."),  # refused by the field
+            ("http://[fd00::1]/v1", f"base_url: refused: fd00::1, a private address; {HINT}"),
+            ("http://localhost:8080/v1", "base_url: refused: localhost resolves to *"),
+            ("https://user:hunter2@api.example.com/v1", CREDENTIALS),
+            ("https://user@api.example.com/v1", CREDENTIALS),
+            ("https://api.example.com/v1?key=hunter2", "base_url: must not have a query*"),
+        ],
+    )
+    def test_the_api_refuses_a_url_the_call_time_guard_refuses(
+        self, staff_api: APIClient, url: str, error: str
+    ) -> None:
+        response = staff_api.post("/api/actors/", openai_actor(base_url=url), format="json")
+
+        assert response.status_code == 400, response.content
+        errors = response.json()["errors"]
+        if error.endswith("*"):
+            assert any(e.startswith(error[:-1]) for e in errors), errors
+        else:
+            assert error in errors, errors
+        assert "hunter2" not in response.content.decode()
+        assert not Actor.objects.filter(name="remote").exists()
+
+    def test_it_refuses_a_name_that_resolves_to_a_private_address(
+        self, staff_api: APIClient, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        resolve_to(monkeypatch, "8.8.8.8", "10.0.0.7")
+
+        response = staff_api.post(
+            "/api/actors/", openai_actor(base_url="https://llm.example.com/v1"), format="json"
+        )
+
+        assert response.status_code == 400
+        assert response.json()["errors"] == [
+            f"base_url: refused: llm.example.com resolves to 10.0.0.7, a private address; {HINT}"
+        ]
+
+    def test_it_accepts_a_name_that_does_not_resolve_now(
+        self, staff_api: APIClient, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # DNS answers change: every call resolves and checks the name again.
+        def no_such_name(*args: Any, **kwargs: Any) -> Any:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+        monkeypatch.setattr(socket, "getaddrinfo", no_such_name)
+
+        response = staff_api.post(
+            "/api/actors/", openai_actor(base_url="https://llm.example.com/v1"), format="json"
+        )
+
+        assert response.status_code == 201, response.content
+
+    @pytest.mark.parametrize(
+        ("allowlist", "url"),
+        [
+            (["127.0.0.1:11434", "localhost:11434"], "http://127.0.0.1:11434/v1"),
+            (["10.20.0.0/16"], "http://10.20.0.5:8000/v1"),
+            (["vllm.internal:8000"], "http://vllm.internal:8000/v1"),
+        ],
+    )
+    def test_it_honours_the_allowlist_as_calls_do(
+        self, staff_api: APIClient, settings: Any, allowlist: list[str], url: str
+    ) -> None:
+        settings.PROVIDER_URL_ALLOWLIST = allowlist
+
+        response = staff_api.post("/api/actors/", openai_actor(base_url=url), format="json")
+
+        assert response.status_code == 201, response.content
+
+    def test_an_allowlist_without_the_local_ollama_refuses_it(
+        self, staff_api: APIClient, settings: Any
+    ) -> None:
+        settings.PROVIDER_URL_ALLOWLIST = []
+
+        response = staff_api.post(
+            "/api/actors/",
+            {
+                "name": "llama",
+                "provider": "ollama",
+                "model": "llama3.2",
+                "base_url": "http://127.0.0.1:11434",
+            },
+            format="json",
+        )
+
+        assert response.status_code == 400
+        assert response.json()["errors"] == [
+            f"base_url: refused: 127.0.0.1, a loopback address; {HINT}"
+        ]
+
+    def test_a_patch_is_checked_too(self, staff_api: APIClient, actors: Any) -> None:
+        response = staff_api.patch(
+            f"/api/actors/{actors.openai.pk}/",
+            {"base_url": "http://[::ffff:169.254.169.254]/"},
+            format="json",
+        )
+
+        assert response.status_code == 400
+        assert response.json()["errors"][0].startswith("base_url: refused: ::ffff:169.254.169.254")
+        actors.openai.refresh_from_db()
+        assert actors.openai.base_url == "https://llm.example.com/v1"
+
+
+class TestCredentialsAreNeverShown:
+    @pytest.fixture
+    def legacy(self, db: None) -> Actor:
+        """A row written before credentials in URLs were refused."""
+        return ActorFactory(
+            name="legacy", openai=True, base_url="https://admin:hunter2@llm.example.com/v1"
+        )
+
+    def test_the_api_shows_a_stored_url_redacted(self, api: APIClient, legacy: Actor) -> None:
+        listed = api.get("/api/actors/").content.decode()
+        one = api.get(f"/api/actors/{legacy.pk}/").json()
+
+        assert "hunter2" not in listed and "admin:" not in listed
+        assert one["base_url"] == "https://***@llm.example.com/v1"
+
+    def test_the_admin_shows_it_redacted_and_a_save_must_drop_it(
+        self, admin_client: Client, legacy: Actor
+    ) -> None:
+        url = f"/admin/workflows/actor/{legacy.pk}/change/"
+        page = admin_client.get(url).content.decode()
+        assert "hunter2" not in page and "***@llm.example.com" in page
+        assert "hunter2" not in admin_client.get("/admin/workflows/actor/").content.decode()
+
+        response = admin_client.post(
+            url, {**_admin_form(legacy), "base_url": "https://***@llm.example.com/v1"}
+        )
+
+        assert response.status_code == 200
+        assert "must not contain credentials" in response.content.decode()
+        legacy.refresh_from_db()
+        assert legacy.base_url == "https://admin:hunter2@llm.example.com/v1"
+
+    @pytest.mark.parametrize(
+        ("url", "shown"),
+        [
+            ("https://a:b@host/v1", "https://***@host/v1"),
+            ("https://a@host:8443", "https://***@host:8443"),
+            ("http://a:b@c@host/p@q", "http://***@host/p@q"),
+            ("https://host/v1", "https://host/v1"),
+            ("host/@x", "host/@x"),
+            ("", ""),
+        ],
+    )
+    def test_redaction_drops_everything_before_the_host(self, url: str, shown: str) -> None:
+        assert redact_url(url) == shown
+
+
+class TestWholeActors:
+    @pytest.mark.parametrize(
+        ("body", "errors"),
+        [
+            (
+                openai_actor(model=""),
+                ["model: an openai actor needs the name of the model to call"],
+            ),
+            (
+                {"name": "x", "provider": "ollama"},
+                ["model: an ollama actor needs the name of the model to call"],
+            ),
+            (
+                openai_actor(config={"replies": ["hi"]}),
+                ["config: only scripted actors take a config; put model settings in params"],
+            ),
+            (
+                openai_actor(params={"model": "other", "stream": False}),
+                ["params: may not set model, stream (the provider sets them)"],
+            ),
+            (
+                openai_actor(params={"temperature": "hot", "max_tokens": 0, "stop": [1]}),
+                [
+                    "params.temperature: must be a number",
+                    "params.stop: must be a text or a list of texts",
+                    "params.max_tokens: must be at least 1",
+                ],
+            ),
+            (
+                openai_actor(timeout_s=0),
+                ["timeout_s: must be a whole number of seconds from 1 to 3600"],
+            ),
+            (
+                openai_actor(timeout_s=86_400),
+                ["timeout_s: must be a whole number of seconds from 1 to 3600"],
+            ),
+            (
+                openai_actor(group="editors"),
+                ["group: only human actors have a reviewer group"],
+            ),
+            (
+                {"name": "x", "provider": "scripted"},
+                ["config: a scripted actor needs replies or rules to answer with"],
+            ),
+            (
+                {"name": "x", "provider": "scripted", "config": {"replies": "hi"}},
+                ["config.replies: must be a list of texts"],
+            ),
+            (
+                {"name": "x", "provider": "scripted", "config": {"replies": ["a"], "delay": 5}},
+                ["config: unknown key 'delay'; expected replies, rules, delay_ms"],
+            ),
+            (
+                {
+                    "name": "x",
+                    "provider": "scripted",
+                    "config": {"rules": [{"match": "(", "reply": "b"}]},
+                },
+                ["config.rules[0].match: invalid regex: missing ): ("],
+            ),
+            (
+                {
+                    "name": "x",
+                    "provider": "scripted",
+                    "config": {"rules": [{"match": "a" * 100_000, "reply": "b"}]},
+                },
+                ["config.rules[0].match: pattern is 100000 characters, at most 2000"],
+            ),
+            (
+                {
+                    "name": "x",
+                    "provider": "scripted",
+                    "base_url": "https://api.example.com/v1",
+                    "api_key_env": "KEY",
+                    "config": {"replies": ["a"]},
+                },
+                [
+                    "base_url: a scripted actor calls no server; leave it empty",
+                    "api_key_env: a scripted actor calls no server; leave it empty",
+                ],
+            ),
+            (
+                {
+                    "name": "x",
+                    "kind": "human",
+                    "group": "editors",
+                    "provider": "openai",
+                    "model": "m",
+                },
+                [
+                    "provider: a human actor calls no model; leave it empty",
+                    "model: a human actor calls no model; leave it empty",
+                ],
+            ),
+            ({"name": "x", "kind": "human"}, ["group: a human actor needs a reviewer group"]),
+        ],
+    )
+    def test_the_api_refuses_an_actor_that_cannot_run_with_the_fields_path(
+        self, staff_api: APIClient, reviewers: Any, body: dict[str, Any], errors: list[str]
+    ) -> None:
+        response = staff_api.post("/api/actors/", body, format="json")
+
+        assert response.status_code == 400, response.content
+        assert response.json()["errors"] == errors
+        assert not Actor.objects.filter(name=body["name"]).exists()
+
+    @pytest.mark.parametrize(
+        ("patch", "errors"),
+        [
+            (
+                {"provider": "openai"},
+                [
+                    "model: an openai actor needs the name of the model to call",
+                    "config: only scripted actors take a config; put model settings in params",
+                ],
+            ),
+            (
+                {"kind": "human"},
+                [
+                    "group: a human actor needs a reviewer group",
+                    "provider: a human actor calls no model; leave it empty",
+                    "config: a human actor calls no model; leave it empty",
+                ],
+            ),
+            ({"config": {}}, ["config: a scripted actor needs replies or rules to answer with"]),
+            ({"timeout_s": 0}, ["timeout_s: must be a whole number of seconds from 1 to 3600"]),
+        ],
+    )
+    def test_a_patch_cannot_leave_an_actor_that_cannot_run(
+        self, staff_api: APIClient, actors: Any, patch: dict[str, Any], errors: list[str]
+    ) -> None:
+        response = staff_api.patch(f"/api/actors/{actors.judge.pk}/", patch, format="json")
+
+        assert response.status_code == 400, response.content
+        got = response.json()["errors"]
+        assert len(got) == len(errors)
+        for error, expected in zip(got, errors, strict=True):
+            assert error.startswith(expected[:-1]) if expected.endswith("*") else error == expected
+        actors.judge.refresh_from_db()
+        assert (actors.judge.provider, actors.judge.config) == ("scripted", {"replies": ["9"]})
+
+    @pytest.mark.parametrize(
+        "body",
+        [
+            openai_actor(
+                base_url="https://8.8.8.8/v1", params={"temperature": 0.2, "stop": ["\n"]}
+            ),
+            {
+                "name": "x",
+                "provider": "scripted",
+                "config": {"rules": [{"match": "(?i)hi", "reply": "hello"}]},
+            },
+            {"name": "x", "kind": "human", "group": "editors"},
+        ],
+    )
+    def test_it_accepts_an_actor_that_can_run(
+        self, staff_api: APIClient, reviewers: Any, body: dict[str, Any]
+    ) -> None:
+        response = staff_api.post("/api/actors/", body, format="json")
+
+        assert response.status_code == 201, response.content
+
+    def test_the_admin_refuses_an_actor_that_cannot_run(self, admin_client: Client) -> None:
+        form = _admin_form(Actor(name="x", provider="openai", base_url="http://10.0.0.1/v1"))
+
+        response = admin_client.post("/admin/workflows/actor/add/", form)
+
+        assert response.status_code == 200
+        page = response.content.decode()
+        assert "refused: 10.0.0.1, a private address" in page
+        assert "an openai actor needs the name of the model to call" in page
+        assert not Actor.objects.filter(name="x").exists()
+
+
+class TestActorsInUse:
+    def test_an_actor_a_published_version_names_cannot_be_deleted(
+        self, staff_api: APIClient, user: Any, published: Recipe, actors: Any
+    ) -> None:
+        # The draft moves on to another actor; the published version still names the writer.
+        recipe_update(
+            recipe=published,
+            document={**document_from_recipe(published), "actors": {"writer": actors.judge.name}},
+        )
+
+        response = staff_api.delete(f"/api/actors/{actors.writer.pk}/")
+
+        assert response.status_code == 409
+        assert response.json()["errors"] == [
+            "$: actor 'scripted-writer' is used by published versions of: short-story"
+        ]
+        assert Actor.objects.filter(pk=actors.writer.pk).exists()
+
+    def test_it_names_every_recipe_and_the_drafts(
+        self, staff_api: APIClient, user: Any, published: Recipe, actors: Any
+    ) -> None:
+        for slug in ("b-story", "a-story"):
+            recipe_import(user=user, data=recipe_document(slug=slug))
+
+        response = staff_api.delete(f"/api/actors/{actors.writer.pk}/")
+
+        assert response.status_code == 409
+        assert response.json()["errors"] == [
+            "$: actor 'scripted-writer' is used by published versions of: short-story "
+            "and by the drafts of: a-story, b-story, short-story"
+        ]
+
+    @pytest.mark.parametrize(
+        ("patch", "error"),
+        [
+            (
+                {"name": "renamed-writer"},
+                "name: actor 'scripted-writer' is used by published versions of: short-story; "
+                "renaming it would break them",
+            ),
+            (
+                {"kind": "human", "provider": "", "config": {}, "group": "editors"},
+                "kind: actor 'scripted-writer' is used by published versions of: short-story; "
+                "changing its kind would break them",
+            ),
+        ],
+    )
+    def test_an_actor_a_published_version_names_keeps_its_name_and_kind(
+        self,
+        staff_api: APIClient,
+        published: Recipe,
+        actors: Any,
+        patch: dict[str, Any],
+        error: str,
+    ) -> None:
+        response = staff_api.patch(f"/api/actors/{actors.writer.pk}/", patch, format="json")
+
+        assert response.status_code == 409, response.content
+        assert response.json()["errors"] == [error]
+        actors.writer.refresh_from_db()
+        assert (actors.writer.name, actors.writer.kind) == ("scripted-writer", "llm")
+
+    def test_a_live_run_keeps_its_actor(
+        self, staff_api: APIClient, user: Any, published: Recipe, actors: Any
+    ) -> None:
+        # A run pins a published version, so the versions' names cover the runs.
+        run = run_start(user=user, recipe=published, inputs={"topic": "owls"})
+        assert Run.objects.get(pk=run.pk).status == "queued"
+
+        response = staff_api.patch(
+            f"/api/actors/{actors.writer.pk}/", {"name": "renamed"}, format="json"
+        )
+
+        assert response.status_code == 409
+
+    def test_other_changes_to_an_actor_in_use_are_saved(
+        self, staff_api: APIClient, published: Recipe, actors: Any
+    ) -> None:
+        response = staff_api.patch(
+            f"/api/actors/{actors.writer.pk}/",
+            {"name": "scripted-writer", "timeout_s": 30, "config": {"replies": ["New."]}},
+            format="json",
+        )
+
+        assert response.status_code == 200, response.content
+        actors.writer.refresh_from_db()
+        assert (actors.writer.timeout_s, actors.writer.config) == (30, {"replies": ["New."]})
+
+    def test_an_actor_only_drafts_name_may_be_renamed_and_the_drafts_follow(
+        self, staff_api: APIClient, recipe: Recipe, actors: Any
+    ) -> None:
+        response = staff_api.patch(
+            f"/api/actors/{actors.writer.pk}/", {"name": "renamed-writer"}, format="json"
+        )
+
+        assert response.status_code == 200, response.content
+        assert document_from_recipe(recipe)["actors"] == {"writer": "renamed-writer"}
+
+    def test_an_actor_nothing_names_is_deleted(self, staff_api: APIClient, actors: Any) -> None:
+        response = staff_api.delete(f"/api/actors/{actors.judge.pk}/")
+
+        assert response.status_code == 204
+        assert not Actor.objects.filter(pk=actors.judge.pk).exists()
+
+    def test_the_admin_says_why_it_will_not_rename(
+        self, admin_client: Client, published: Recipe, actors: Any
+    ) -> None:
+        url = f"/admin/workflows/actor/{actors.writer.pk}/change/"
+
+        response = admin_client.post(url, {**_admin_form(actors.writer), "name": "renamed"})
+
+        assert response.status_code == 200
+        assert (
+            "actor &#x27;scripted-writer&#x27; is used by published versions of: short-story; "
+            "renaming it would break them" in response.content.decode()
+        )
+        actors.writer.refresh_from_db()
+        assert actors.writer.name == "scripted-writer"
+
+    def test_the_admin_answers_a_rename_raced_by_a_publish_with_a_message(
+        self,
+        admin_client: Client,
+        published: Recipe,
+        actors: Any,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        # As if the version was published between the form's check and the save's lock.
+        monkeypatch.setattr(ActorForm, "clean", forms.ModelForm.clean)
+        url = f"/admin/workflows/actor/{actors.writer.pk}/change/"
+
+        response = admin_client.post(
+            url, {**_admin_form(actors.writer), "name": "renamed"}, follow=True
+        )
+
+        assert response.status_code == 200
+        assert "renaming it would break them" in response.content.decode()
+        actors.writer.refresh_from_db()
+        assert actors.writer.name == "scripted-writer"
+
+    def test_the_admin_says_why_it_will_not_delete(
+        self, admin_client: Client, published: Recipe, actors: Any
+    ) -> None:
+        url = f"/admin/workflows/actor/{actors.writer.pk}/delete/"
+
+        shown = admin_client.get(url)
+        posted = admin_client.post(url, {"post": "yes"})
+
+        for response in (shown, posted):
+            assert response.status_code == 200
+            assert "is used by published versions of: short-story" in response.content.decode()
+        assert Actor.objects.filter(pk=actors.writer.pk).exists()
+
+    def test_the_admin_bulk_delete_keeps_actors_in_use(
+        self, admin_client: Client, published: Recipe, actors: Any
+    ) -> None:
+        form = {
+            "action": "delete_selected",
+            "_selected_action": [actors.writer.pk, actors.judge.pk],
+            "post": "yes",
+        }
+
+        response = admin_client.post("/admin/workflows/actor/", form)
+
+        assert response.status_code == 200
+        assert "is used by published versions of: short-story" in response.content.decode()
+        assert Actor.objects.filter(pk__in=[actors.writer.pk, actors.judge.pk]).count() == 2
+
+
+class TestOtherWriters:
+    def test_the_demo_seed_skips_an_actor_the_guard_refuses(self, settings: Any) -> None:
+        settings.PROVIDER_URL_ALLOWLIST = []
+        out = StringIO()
+
+        call_command("seed_demo", stdout=out)
+
+        printed = out.getvalue()
+        assert (
+            "actor llama3.2:latest not seeded: base_url: refused: 127.0.0.1, a loopback address"
+            in printed
+        )
+        assert not Actor.objects.filter(provider="ollama").exists()
+        assert Actor.objects.filter(name="demo-writer").exists()
+
+    def test_an_import_refuses_an_actor_written_before_the_checks(
+        self, user: Any, actors: Any
+    ) -> None:
+        Actor.objects.filter(pk=actors.writer.pk).update(config={})
+
+        response = APIClient()
+        response.force_login(user)
+        answer = response.post("/api/recipes/import", recipe_document(), format="json")
+
+        assert answer.status_code == 400
+        assert answer.json()["errors"] == [
+            "actors.writer: actor 'scripted-writer' cannot run: config: a scripted actor needs "
+            "replies or rules to answer with"
+        ]
+
+
+def _admin_form(actor: Actor) -> dict[str, Any]:
+    """Return the admin form's fields for `actor`, as a browser would post them."""
+    return {
+        "name": actor.name,
+        "kind": actor.kind,
+        "provider": actor.provider,
+        "model": actor.model,
+        "base_url": actor.base_url,
+        "api_key_env": actor.api_key_env,
+        "params": json.dumps(actor.params or {}),
+        "timeout_s": actor.timeout_s,
+        "group": actor.group_id or "",
+        "config": json.dumps(actor.config or {}),
+    }
