@@ -9,9 +9,9 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, Group
 from django.db import IntegrityError, transaction
 
-from . import engine
+from . import engine, selectors
 from .adapters import document_from_recipe, write_recipe_rows
-from .models import Recipe, RecipeVersion
+from .models import Actor, Recipe, RecipeActor, RecipeVersion
 from .recipe_format import DocumentError, document_size_errors, load_document
 from .validators import RecipeRejected, check_document
 
@@ -123,3 +123,71 @@ def recipe_share(*, recipe: Recipe, users: list[AbstractBaseUser], groups: list[
 def recipe_delete(*, recipe: Recipe) -> None:
     """Delete a recipe with its versions."""
     recipe.delete()
+
+
+class ActorInUse(Exception):
+    """An actor that recipes name cannot be deleted, renamed or change kind; says which."""
+
+
+def actor_change_refusal(*, actor: Actor, changes: dict[str, Any]) -> tuple[str, str] | None:
+    """Return the field and the reason `changes` may not be made to `actor`, or None.
+
+    Published versions name their actors (and every run pins a version): while one names
+    this actor, its name and kind stay, or those versions could no longer run.
+    """
+    moved = [f for f in ("name", "kind") if f in changes and changes[f] != getattr(actor, f)]
+    if not moved:
+        return None
+    users = selectors.actor_users(name=actor.name)
+    if not users.published:
+        return None
+    change = "renaming it" if moved[0] == "name" else "changing its kind"
+    return moved[0], f"{users.describe(actor.name, drafts=False)}; {change} would break them"
+
+
+def actor_delete_refusal(*, actor: Actor) -> str | None:
+    """Return why `actor` may not be deleted (recipes name it), or None."""
+    users = selectors.actor_users(name=actor.name)
+    if users.published or users.drafts:
+        return users.describe(actor.name)
+    return None
+
+
+def actor_update(*, actor: Actor, changes: dict[str, Any]) -> Actor:
+    """Apply validated `changes` to `actor` and save it; return the saved row.
+
+    Raise ActorInUse when `actor_change_refusal` refuses them.
+    """
+    with transaction.atomic():
+        locked = _lock_actor(actor)
+        refusal = actor_change_refusal(actor=locked, changes=changes)
+        if refusal is not None:
+            raise ActorInUse(f"{refusal[0]}: {refusal[1]}")
+        for field, value in changes.items():
+            setattr(locked, field, value)
+        locked.save()
+    return locked
+
+
+def actor_delete(*, actor: Actor) -> None:
+    """Delete `actor`, unless a published version or a draft names it (ActorInUse)."""
+    with transaction.atomic():
+        locked = _lock_actor(actor)
+        refusal = actor_delete_refusal(actor=locked)
+        if refusal is not None:
+            raise ActorInUse(f"$: {refusal}")
+        locked.delete()
+
+
+def _lock_actor(actor: Actor) -> Actor:
+    """Lock the actor's row, and the recipes whose drafts point at it.
+
+    A publish locks its recipe, then writes the names of the actors its draft points at: with
+    those recipes locked here, a publish either committed before (and is seen by the check)
+    or reads the actor after this transaction. A draft that starts pointing at the actor
+    meanwhile waits on the actor's row (its foreign key).
+    """
+    locked = Actor.objects.select_for_update().get(pk=actor.pk)
+    drafts = RecipeActor.objects.filter(actor=locked).values("recipe_id")
+    list(Recipe.objects.select_for_update().filter(pk__in=drafts).values_list("pk", flat=True))
+    return locked

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import copy
+
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from rest_framework import serializers
 
+from ..actor_urls import redact_url
 from ..models import Actor, Recipe, RecipeVersion
 from ..validators import json_value_errors
 
@@ -20,6 +23,8 @@ def _json_object(value: object) -> object:
 
 
 class ActorSerializer(serializers.ModelSerializer):
+    """An actor, checked as a whole on every write (`Actor.problems`)."""
+
     group = serializers.SlugRelatedField(
         slug_field="name", queryset=Group.objects.all(), required=False, allow_null=True
     )
@@ -47,15 +52,23 @@ class ActorSerializer(serializers.ModelSerializer):
         return _json_object(value)
 
     def validate(self, attrs: dict) -> dict:
-        def current(name: str, default: object = None) -> object:
-            return attrs.get(name, getattr(self.instance, name, default))
-
-        kind = current("kind", Actor.Kind.LLM)
-        if kind == Actor.Kind.HUMAN and not current("group"):
-            raise serializers.ValidationError({"group": "A human actor needs a reviewer group."})
-        if kind == Actor.Kind.LLM and not current("provider"):
-            raise serializers.ValidationError({"provider": "An LLM actor needs a provider."})
+        # The actor as it would be saved (a PATCH changes some fields of the stored one).
+        actor = copy.copy(self.instance) if self.instance is not None else Actor()
+        for name, value in attrs.items():
+            setattr(actor, name, value)
+        problems: dict[str, list[str]] = {}
+        for path, message in actor.problems():
+            problems.setdefault(path, []).append(message)
+        if problems:
+            raise serializers.ValidationError(problems)
         return attrs
+
+    def to_representation(self, instance: Actor) -> dict:
+        data = super().to_representation(instance)
+        # Rows written before credentials were refused must not show them to every user.
+        if data.get("base_url"):
+            data["base_url"] = redact_url(data["base_url"])
+        return data
 
 
 class VersionSerializer(serializers.ModelSerializer):

@@ -16,7 +16,7 @@ from rest_framework.views import APIView
 
 from .. import selectors, services
 from ..adapters import document_from_recipe
-from ..models import Recipe
+from ..models import Actor, Recipe
 from ..validators import WHOLE_NUMBER, RecipeRejected, whole_number
 from .pagination import MAX_LIMIT, window, window_parameters
 from .parsers import JSONParser, MultiPartParser
@@ -40,13 +40,24 @@ class IsStaffOrReadOnly(permissions.BasePermission):
 
 
 class ActorViewSet(viewsets.ModelViewSet):
-    """Actors are shared by everyone; only staff change them. API keys stay in env vars."""
+    """Actors are shared by everyone; only staff change them. API keys stay in env vars.
+
+    An actor that published versions name cannot be deleted, renamed or change kind (409).
+    """
 
     serializer_class = ActorSerializer
     permission_classes = [IsStaffOrReadOnly]
     queryset = selectors.actors_list()
     # An id in ASCII digits that fits a bigint, or no actor (404), never a 500.
     lookup_value_regex = WHOLE_NUMBER
+
+    def perform_update(self, serializer: ActorSerializer) -> None:
+        serializer.instance = services.actor_update(
+            actor=serializer.instance, changes=serializer.validated_data
+        )
+
+    def perform_destroy(self, instance: Actor) -> None:
+        services.actor_delete(actor=instance)
 
 
 def _recipe_for(request: Request, slug: str, *, perm: str = "workflows.change_recipe") -> Recipe:
