@@ -15,6 +15,8 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from workflows.actor_urls import Allowlist, URLRefused
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -299,6 +301,10 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 PROVIDER_URL_ALLOWLIST = env.list(
     "PROVIDER_URL_ALLOWLIST", default=["127.0.0.1:11434", "localhost:11434"]
 )
+try:
+    Allowlist.parse(PROVIDER_URL_ALLOWLIST)
+except URLRefused as exc:  # checked now, not at an actor's first write or call
+    raise ImproperlyConfigured(f"PROVIDER_URL_ALLOWLIST: {exc}") from None
 
 # Runs: bounded loops, leases and the periodic duties (see runner/execution.py).
 RUN_MAX_STEPS = env.int("RUN_MAX_STEPS", default=100)

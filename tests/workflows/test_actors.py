@@ -4,8 +4,12 @@ call-time SSRF guard, never show credentials, and stay while published versions 
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 from io import StringIO
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -598,6 +602,37 @@ class TestOtherWriters:
             "actors.writer: actor 'scripted-writer' cannot run: config: a scripted actor needs "
             "replies or rules to answer with"
         ]
+
+
+@pytest.mark.parametrize(
+    ("entries", "error"),
+    [
+        (
+            "localhost:http",
+            "PROVIDER_URL_ALLOWLIST: allowlist entry 'localhost:http' has an invalid port",
+        ),
+        ("10.0.0.0/33", "PROVIDER_URL_ALLOWLIST: allowlist entry '10.0.0.0/33': "),
+    ],
+)
+def test_a_bad_allowlist_stops_the_start(entries: str, error: str) -> None:
+    env = {
+        **os.environ,
+        "PROVIDER_URL_ALLOWLIST": entries,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+    }
+    env.setdefault("SECRET_KEY", "actor-tests-only")
+
+    done = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode != 0
+    assert f"ImproperlyConfigured: {error}" in done.stderr
 
 
 def _admin_form(actor: Actor) -> dict[str, Any]:
