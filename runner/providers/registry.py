@@ -28,7 +28,7 @@ class ActorConfig:
     name: str
     provider: ProviderName
     model: str = ""
-    base_url: str | None = None
+    base_url: str | None = field(default=None, repr=False)  # rows may predate the URL checks
     api_key_env: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = 60

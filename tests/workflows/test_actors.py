@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -15,12 +16,14 @@ from typing import Any
 import pytest
 from django import forms
 from django.core.management import call_command
+from django.db import connection, transaction
 from django.test import Client
 from rest_framework.test import APIClient
 
 from runner.models import Run
 from runner.services import run_start
 from tests.factories import ActorFactory, recipe_document
+from workflows import services
 from workflows.actor_urls import redact_url
 from workflows.adapters import document_from_recipe
 from workflows.admin import ActorForm
@@ -571,6 +574,36 @@ class TestActorsInUse:
         assert response.status_code == 200
         assert "is used by published versions of: short-story" in response.content.decode()
         assert Actor.objects.filter(pk__in=[actors.writer.pk, actors.judge.pk]).count() == 2
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite ignores row locks")
+@pytest.mark.django_db(transaction=True)
+def test_a_publish_waits_for_a_rename_in_progress_and_names_the_new_name(
+    user: Any, recipe: Recipe, actors: Any
+) -> None:
+    # Without the recipe lock taken with the actor's, this publish would write the old name
+    # into a version after the rename checked that no version names it.
+    locked, published = threading.Event(), threading.Event()
+    versions: list[Any] = []
+
+    def publish() -> None:
+        locked.wait(5)
+        try:
+            versions.append(recipe_publish(recipe=recipe, user=user))
+        finally:
+            published.set()
+            connection.close()
+
+    publisher = threading.Thread(target=publish)
+    publisher.start()
+    with transaction.atomic():
+        services._lock_actor(actors.writer)
+        locked.set()
+        assert not published.wait(0.5)  # the publish waits on the recipe's lock
+        Actor.objects.filter(pk=actors.writer.pk).update(name="renamed-writer")
+    publisher.join(5)
+
+    assert versions and versions[0].document["actors"] == {"writer": "renamed-writer"}
 
 
 class TestOtherWriters:
