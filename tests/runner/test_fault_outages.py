@@ -392,11 +392,12 @@ def test_runs_started_decided_and_watched_through_redis_outages_all_finish_and_a
 # --- PostgreSQL -----------------------------------------------------------------------------------
 
 PG_RUNS = 30
-PG_STEPS = 3
+PG_STEPS = 5
 # How each restart stops the server (`fast` disconnects everyone, `immediate` is a crash), and
-# the share of all steps committed when it comes: the runs are in the middle of their work
-# at each restart, and what is left after the last one takes a few seconds.
-PG_RESTARTS = [("fast", 0.2), ("immediate", 0.45), ("fast", 0.7)]
+# the share of all steps committed before it comes: the runs are in the middle of their work
+# at each restart (while the test waits for the interrupted steps, the others go on), and
+# what is left after the last one takes a few seconds.
+PG_RESTARTS = [("fast", 0.1), ("immediate", 0.35), ("fast", 0.6)]
 PG_DOWN_S = 4.0
 RECOVERY_S = 15.0
 
@@ -445,12 +446,15 @@ def test_runs_through_postgres_restarts_resume_within_seconds_and_commit_each_st
             f"{share:.0%} of the steps are committed",
             stack.logs,
         )
-        in_flight = dict(
-            stack.sql(
-                f"SELECT id, next_seq FROM runner_run WHERE id IN ({ids}) "
-                "AND lease_token <> '' AND status = 'running'"
+        in_flight: dict[int, int] = {}
+        deadline = time.monotonic() + 10
+        while not in_flight and time.monotonic() < deadline:  # a worker is running a step
+            in_flight = dict(
+                stack.sql(
+                    f"SELECT id, next_seq FROM runner_run WHERE id IN ({ids}) "
+                    "AND lease_token <> '' AND status = 'running'"
+                )
             )
-        )
         stack.cluster.stop(mode)
         down_until = time.monotonic() + PG_DOWN_S
         while time.monotonic() < down_until:
