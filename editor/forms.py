@@ -113,13 +113,24 @@ class StorableJSONField(forms.JSONField):
     one (`\\u0000`) or a lone surrogate (`\\ud800`), and NaN, which no jsonb column takes.
     """
 
+    def to_python(self, value: Any) -> Any:
+        try:
+            return super().to_python(value)
+        except (ValueError, RecursionError):  # a 5000-digit number, nesting too deep
+            raise ValidationError(
+                self.error_messages["invalid"], code="invalid", params={"value": value}
+            ) from None
+
     def validate(self, value: Any) -> None:
         super().validate(value)
         if errors := json_value_errors(value):
             raise ValidationError(errors[0])
 
     def bound_data(self, data: Any, initial: Any) -> Any:
-        value = super().bound_data(data, initial)
+        try:
+            value = super().bound_data(data, initial)
+        except (ValueError, RecursionError):
+            return forms.fields.InvalidJSONInput(data)
         if isinstance(data, str) and json_value_errors(value):
             # Show the refused text as it was typed: written back out, a lone surrogate
             # cannot be encoded into the page.
@@ -246,7 +257,7 @@ class InputForm(forms.Form):
             return data
         try:
             data["default"] = json.loads(raw)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             self.add_error("default", f"Write the default as JSON for a {data.get('type')}.")
             return data
         if errors := json_value_errors(data["default"]):
@@ -722,7 +733,7 @@ class ConditionForm(forms.Form):
         raw = self.cleaned_data["extra"]
         try:
             loaded = json.loads(raw) if raw else None
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             return raw  # unreadable: `condition` leaves it out
         if errors := json_value_errors(loaded):
             raise ValidationError(errors[0])
@@ -782,7 +793,7 @@ class ConditionForm(forms.Form):
         if data.get("extra") and data.get("prev_type") == kind:
             try:
                 loaded = json.loads(data["extra"])
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):
                 loaded = {}
             extra = loaded if isinstance(loaded, dict) else {}
         if kind in LOGICAL_TYPES:

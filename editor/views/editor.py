@@ -58,7 +58,7 @@ def posted_document(request: HttpRequest, recipe: Recipe) -> dict[str, Any]:
     """Return the document a panel posted, with the recipe's own slug."""
     try:
         document = json.loads(request.POST.get("document", ""))
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, a 5000-digit number, too deep
         raise BadDocument("document: not JSON") from None
     if not isinstance(document, dict):
         raise BadDocument("document: a recipe is a JSON object")

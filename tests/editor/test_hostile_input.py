@@ -226,7 +226,10 @@ def test_saving_a_test_refuses_inputs_holding_unstorable_text(
         ('{"\\u0000": 1}', f"$: a key {NUL}"),
         ('{"n": NaN}', "n: the number nan is out of range"),
         ("[" * 70 + "]" * 70, "nested deeper than 64 levels"),
+        ("9" * 5000, "Enter a valid JSON."),
+        ("[" * 100_000 + "]" * 100_000, "Enter a valid JSON."),
     ],
+    ids=["NUL", "surrogate", "NUL key", "NaN", "deep", "5000 digits", "too deep to parse"],
 )
 def test_a_json_form_field_refuses_what_the_database_cannot_hold(
     field: StorableJSONField, text: str, error: str
@@ -243,11 +246,51 @@ def test_a_json_form_field_takes_plain_json() -> None:
     }
 
 
+@pytest.mark.parametrize("field", ["tree", "leaf_targets", "routes"])
+def test_a_step_panel_shows_an_unreadable_json_setting_as_typed(
+    browser: Client, story: Recipe, field: str
+) -> None:
+    response = htmx_post(
+        browser,
+        reverse("recipe-step-panel", args=[story.slug]),
+        draft(story),
+        step="0",
+        apply="1",
+        kind="decision_tree",
+        **{field: "9" * 5000},
+    )
+
+    assert response.status_code == 200
+    assert "9" * 5000 in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        '{"steps": [], "name": ' + "9" * 5000 + "}",
+        '{"steps": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    ],
+    ids=["5000 digits", "too deep"],
+)
+def test_the_editor_refuses_a_document_it_cannot_read(
+    browser: Client, story: Recipe, document: str
+) -> None:
+    response = browser.post(
+        reverse("recipe-check", args=[story.slug]), {"document": document}, HTTP_HX_REQUEST="true"
+    )
+
+    assert response.status_code == 400
+    assert "document: not JSON" in response.content.decode()
+
+
 def test_an_input_default_refuses_unstorable_json() -> None:
     form = InputForm({"name": "tags", "type": "array", "default": '["a", "\\u0000"]'})
 
     assert not form.is_valid()
     assert form.errors["default"] == [f"[1]: {NUL}"]
+    unreadable = InputForm({"name": "n", "type": "integer", "default": "9" * 5000})
+    assert not unreadable.is_valid()
+    assert unreadable.errors["default"] == ["Write the default as JSON for a integer."]
 
 
 def test_a_condition_keeps_no_unstorable_fields_the_page_carries() -> None:

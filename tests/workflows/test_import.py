@@ -462,6 +462,28 @@ FILE_ERRORS: list[tuple[str, bytes | str, str]] = [
         '{"description": ' + "[" * 70 + "]" * 70 + "}",
         "description[0]*nested deeper than 64 levels",
     ),
+    (
+        "nesting too deep to parse as JSON",
+        '{"description": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        "$: invalid JSON: nested too deeply",
+    ),
+    (
+        "nesting too deep to parse as YAML",
+        "description: " + "[" * 100_000 + "]" * 100_000,
+        "$: invalid YAML: nested too deeply",
+    ),
+    (
+        "a JSON number of 5000 digits",
+        '{"format": ' + "9" * 5000 + "}",
+        "$: invalid JSON: a number has more than 4300 digits",
+    ),
+    (
+        "a YAML number of 5000 digits",
+        "format: " + "9" * 5000,
+        "$: invalid YAML: a number has more than 4300 digits",
+    ),
+    ("a YAML date that is none", "format: x\ncreated: 2024-13-45\n", "$: invalid YAML: month*"),
+    ("a YAML tag that does not convert", "format: !!int 0x\n", "$: invalid YAML: invalid*"),
 ]
 
 

@@ -31,6 +31,15 @@ class DocumentError(Exception):
         self.errors = errors
 
 
+def _unreadable(exc: ValueError | RecursionError) -> str:
+    """Say why a parser gave up with a Python error rather than a syntax error."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if "integer string conversion" in str(exc):
+        return "a number has more than 4300 digits"
+    return str(exc)
+
+
 def load_document(data: str | bytes, *, max_bytes: int) -> dict[str, Any]:
     """Parse recipe text as JSON, falling back to YAML; raise DocumentError if it is neither."""
     if len(data) > max_bytes:
@@ -50,6 +59,8 @@ def load_document(data: str | bytes, *, max_bytes: int) -> dict[str, Any]:
             raise DocumentError(
                 [f"$: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"]
             ) from None
+        except (ValueError, RecursionError) as exc:
+            raise DocumentError([f"$: invalid JSON: {_unreadable(exc)}"]) from None
     else:
         try:
             doc = yaml.load(text, Loader=_NoAliasLoader)  # a SafeLoader without aliases
@@ -58,6 +69,9 @@ def load_document(data: str | bytes, *, max_bytes: int) -> dict[str, Any]:
             where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
             problem = getattr(exc, "problem", None) or "unreadable"
             raise DocumentError([f"$: invalid YAML{where}: {problem}"]) from None
+        except (ValueError, RecursionError) as exc:
+            # Tagged values that do not convert (`2024-13-45` as a date, `!!int 0x`).
+            raise DocumentError([f"$: invalid YAML: {_unreadable(exc)}"]) from None
     if not isinstance(doc, dict):
         raise DocumentError(["$: a recipe is a JSON object (a mapping)"])
     return doc
