@@ -337,3 +337,24 @@ def test_a_stranger_is_refused_before_anything_else_only_for_clean_input(
 
     assert stranger.get("/recipes/story/?x=ok").status_code == 404
     assert stranger.get("/recipes/story/?x=%00").status_code == 400
+
+
+@pytest.mark.parametrize("digits", [19, 30, 5000])
+@pytest.mark.parametrize(
+    ("method", "template"),
+    [
+        ("get", "/runs/{id}/"),
+        ("get", "/runs/{id}/header/"),
+        ("get", "/runs/1/steps/{id}/"),
+        ("post", "/runs/{id}/cancel/"),
+        ("get", "/inbox/tasks/{id}/"),
+        ("post", "/inbox/tasks/{id}/decide/"),
+        ("post", "/recipes/story/versions/{id}/restore/"),
+    ],
+)
+def test_an_id_past_any_integer_in_a_page_address_is_not_found(
+    browser: Client, published: Recipe, method: str, template: str, digits: int
+) -> None:
+    response = getattr(browser, method)(template.format(id="9" * digits))
+
+    assert response.status_code == 404
