@@ -18,7 +18,7 @@ import pytest
 import redis
 from django.db import OperationalError, connection
 from django.http import HttpRequest, HttpResponse
-from django.test import Client
+from django.test import AsyncClient, Client
 from django.urls import include, path
 from rest_framework.authtoken.models import Token
 from rest_framework.permissions import AllowAny
@@ -173,6 +173,24 @@ def test_it_replaces_a_malformed_incoming_request_id(client_: Client, incoming: 
 
     assert response["X-Request-ID"] != incoming
     assert len(response["X-Request-ID"]) == 32
+
+
+@pytest.mark.django_db
+async def test_under_asgi_too_every_response_has_an_id_and_the_door_holds() -> None:
+    client = AsyncClient(raise_request_exception=False)
+
+    page = await client.get("/login/", headers={"X-Request-ID": "from-the-proxy"})
+    refused = await client.get("/api/recipes?q=a%00b")
+    form = await client.post("/login/", {"username": "ada\x00", "password": "x"})
+    crash = await client.get("/api/fault/crash")
+
+    assert (page.status_code, page["X-Request-ID"]) == (200, "from-the-proxy")
+    assert refused.json() == {
+        "errors": ["q: contains a NUL character"],
+        "request_id": refused["X-Request-ID"],
+    }
+    assert form.status_code == 400 and b"username: contains a NUL character" in form.content
+    assert_json_error(crash, 500)
 
 
 # --------------------------------------------------------------------------------------------
