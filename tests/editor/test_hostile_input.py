@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
@@ -358,3 +359,29 @@ def test_an_id_past_any_integer_in_a_page_address_is_not_found(
     response = getattr(browser, method)(template.format(id="9" * digits))
 
     assert response.status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("content", "error"),
+    [
+        (json.dumps(story_document(slug="nul", name="a\x00b")), f"name: {NUL}"),
+        (
+            json.dumps(story_document(slug="lone", description="\ud800")),
+            "description: contains a lone surrogate (U+D800)",
+        ),
+    ],
+    ids=["NUL", "surrogate"],
+)
+@pytest.mark.parametrize("page", ["recipe-new", "recipe-draft-import"])
+def test_a_recipe_file_holding_unstorable_text_is_refused_with_its_path(
+    browser: Client, story: Recipe, page: str, content: str, error: str
+) -> None:
+    before = snapshot()
+    upload = SimpleUploadedFile("recipe.json", content.encode())
+    url = reverse(page) if page == "recipe-new" else reverse(page, args=[story.slug])
+
+    response = browser.post(url, {"import": "1", "file": upload}, HTTP_HX_REQUEST="true")
+
+    assert response.status_code == 200
+    assert error in response.content.decode()
+    assert snapshot() == before

@@ -83,7 +83,8 @@ def document_size_errors(doc: dict[str, Any], *, max_bytes: int) -> list[str]:
         text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
     except (RecursionError, TypeError, ValueError):
         return []  # not plain JSON: validators.json_value_errors says why
-    size = len(text.encode())
+    # surrogatepass: a lone surrogate is reported with its path by json_value_errors, not here.
+    size = len(text.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
         return [f"$: the document is {size} bytes as JSON; the limit is {max_bytes}"]
     return []
