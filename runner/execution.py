@@ -137,28 +137,19 @@ def claim_next_step(run_id: int, *, resume_token: str = "") -> Claim | None:
     read = (run.lease_token, run.next_seq, run.event_seq)
     pending: list[tuple[str, dict[str, Any]]] = []
     if run.claims >= settings.RUN_MAX_STEP_CLAIMS:
-        _finish(
+        _fail_unclaimed(
             run,
-            RunStatus.FAILED,
-            Outcome.FAILED,
+            read,
             f"step '{run.next['step']}' was lost {run.claims} times: the workers running it "
             "stopped before finishing",
         )
-        pending.append(("run.finished", _finished_data(run)))
-        changed = (
-            "status",
-            "outcome",
-            "error",
-            "next",
-            "finished_at",
-            "lease_token",
-            "lease_expires_at",
-        )
-        changes = {name: getattr(run, name) for name in changed}
-        with suppress(_Fenced):
-            _write(run.pk, run.created_by_id, *read, changes, pending, exact_events=True)
         return None
-    graph, document = version_graph(run.version_id, run.version_created_at)
+    try:
+        graph, document = version_graph(run.version_id, run.version_created_at)
+    except engine.RecipeInvalid as exc:
+        # Published before a check it now fails (say, a bound on regexes): it can never run.
+        _fail_unclaimed(run, read, f"its recipe version can no longer run: {exc}")
+        return None
     changes: dict[str, Any] = {}
     if run.status == RunStatus.QUEUED:
         check_transition(run.status, RunStatus.RUNNING)
@@ -176,6 +167,30 @@ def claim_next_step(run_id: int, *, resume_token: str = "") -> Claim | None:
     except _Fenced:
         return None  # another worker claimed it first
     return claim
+
+
+def _fail_unclaimed(run: Run, read: tuple[str, int, int], error: str) -> None:
+    """Fail a run that cannot be claimed, if nothing changed it since it was read."""
+    _finish(run, RunStatus.FAILED, Outcome.FAILED, error)
+    changed = (
+        "status",
+        "outcome",
+        "error",
+        "next",
+        "finished_at",
+        "lease_token",
+        "lease_expires_at",
+    )
+    changes = {name: getattr(run, name) for name in changed}
+    with suppress(_Fenced):
+        _write(
+            run.pk,
+            run.created_by_id,
+            *read,
+            changes,
+            [("run.finished", _finished_data(run))],
+            exact_events=True,
+        )
 
 
 def _run_to_claim(run_id: int) -> Run | None:

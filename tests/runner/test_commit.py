@@ -8,13 +8,14 @@ import psycopg
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from runner import events, execution, fast_commit, services
 from runner.execution import claim_next_step, commit, execute
 from runner.models import BranchEvaluation, Run, RunEvent, StepRun
 from runner.status import RunStatus
 from tests.factories import recipe_document
-from workflows.models import Actor, Recipe
+from workflows.models import Actor, Recipe, RecipeVersion
 from workflows.services import recipe_import, recipe_publish
 
 # Not transactional: the run's Celery message (sent on commit) never leaves.
@@ -323,3 +324,27 @@ def test_a_step_lost_too_many_times_fails_the_run_instead_of_running_again(
     assert event_types(run)[-1] == "run.finished"
     assert run.event_seq == run.events.count()
     assert not StepRun.objects.filter(run=run).exists()
+
+
+def test_a_run_whose_version_can_no_longer_be_parsed_fails_with_the_reason(
+    user: Any, two_steps: Recipe
+) -> None:
+    run = started(user, two_steps)
+    # Published before a check it now fails: a pattern longer than today's bound.
+    document = run.version.document
+    document["steps"][0]["branches"][0]["when"] = {
+        "type": "pattern_match",
+        "operator": "regex_match",
+        "value": "a" * 5000,
+    }
+    RecipeVersion.objects.filter(pk=run.version_id).update(
+        document=document, created_at=timezone.now()
+    )
+
+    assert claim_next_step(run.pk) is None
+
+    run.refresh_from_db()
+    assert (run.status, run.next, run.lease_token) == ("failed", {}, "")
+    assert run.error.startswith("its recipe version can no longer run: ")
+    assert "pattern is 5000 characters" in run.error
+    assert event_types(run)[-1] == "run.finished"
