@@ -67,6 +67,16 @@ def add_events(run_id: int, count: int, type_: str = "step.started") -> list[int
     return [row.seq for row in rows]
 
 
+def add_events_unpushed(run_id: int, types: list[str]) -> list[dict[str, Any]]:
+    """Record events whose pushes never reach the layer (Redis was away, or they are late)."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        rows = events.record(run, [(type_, {}) for type_ in types])
+        run.save(update_fields=["event_seq"])
+        transaction.get_connection().run_on_commit.clear()
+    return [events.serialize_event(row) for row in rows]
+
+
 async def receive_events(communicator: WebsocketCommunicator, until_seq: int) -> list[int]:
     """Collect event seqs (checking there is nothing else but tokens) up to `until_seq`."""
     seqs: list[int] = []
@@ -235,15 +245,8 @@ async def test_it_fetches_events_a_later_push_overtook(story_recipe: Recipe, own
     assert (await communicator.receive_json_from(timeout=5))["type"] == "replayed"
 
     # Events 1 and 2 commit, but only 2 is pushed (its push overtook 1's, from another process).
-    def commit_quietly() -> list[dict[str, Any]]:
-        with transaction.atomic():
-            locked = Run.objects.select_for_update().get(pk=run.pk)
-            rows = events.record(locked, [("step.started", {}), ("step.finished", {})])
-            locked.save(update_fields=["event_seq"])
-            transaction.get_connection().run_on_commit.clear()
-        return [events.serialize_event(rows[1])]
-
-    overtaking = await sync_to_async(commit_quietly)()
+    committed = await sync_to_async(add_events_unpushed)(run.pk, ["step.started", "step.finished"])
+    overtaking = committed[1:]
     await get_channel_layer().group_send(
         events.run_group(run.pk), {"type": "run.events", "run": run.pk, "events": overtaking}
     )
@@ -415,14 +418,7 @@ async def test_it_sends_events_whose_pushes_were_lost(
     assert (await communicator.receive_json_from(timeout=5))["type"] == "replayed"
 
     # The run finishes, and none of its pushes reaches the layer (Redis was unreachable).
-    def finish_quietly() -> None:
-        with transaction.atomic():
-            locked = Run.objects.select_for_update().get(pk=run.pk)
-            events.record(locked, [("step.finished", {}), ("run.finished", {"status": "ok"})])
-            locked.save(update_fields=["event_seq"])
-            transaction.get_connection().run_on_commit.clear()
-
-    await sync_to_async(finish_quietly)()
+    await sync_to_async(add_events_unpushed)(run.pk, ["step.finished", "run.finished"])
 
     message = await communicator.receive_json_from(timeout=5)
     assert [(e["seq"], e["type"]) for e in message["events"]] == [
@@ -441,15 +437,7 @@ async def test_a_caught_up_event_is_not_sent_again_when_its_push_arrives_late(
     assert connected
     assert (await communicator.receive_json_from(timeout=5))["type"] == "replayed"
 
-    def commit_quietly() -> list[dict[str, Any]]:
-        with transaction.atomic():
-            locked = Run.objects.select_for_update().get(pk=run.pk)
-            rows = events.record(locked, [("step.started", {})])
-            locked.save(update_fields=["event_seq"])
-            transaction.get_connection().run_on_commit.clear()
-        return [events.serialize_event(row) for row in rows]
-
-    late = await sync_to_async(commit_quietly)()
+    late = await sync_to_async(add_events_unpushed)(run.pk, ["step.started"])
     assert await receive_events(communicator, until_seq=1) == [1]
     await get_channel_layer().group_send(
         events.run_group(run.pk), {"type": "run.events", "run": run.pk, "events": late}
