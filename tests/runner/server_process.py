@@ -24,6 +24,9 @@ from config.celery import app as celery_app
 from tests.runner.worker_process import QUEUE, ROOT, database_url, worker_env
 
 SERVER_APPLICATION_NAME = "branchline-test-server"
+# Connections the kernel holds for daphne until it accepts them (`-b`/`-p` leave Twisted's 50):
+# a burst of new connections beyond that overflows into SYN cookies, and some are reset.
+LISTEN_BACKLOG = 1024
 
 
 def free_port() -> int:
@@ -58,10 +61,8 @@ class ServerProcess:
                     QUEUE,
                     "-v",
                     "0",
-                    "-b",
-                    "127.0.0.1",
-                    "-p",
-                    str(self.port),
+                    "-e",
+                    f"tcp:port={self.port}:interface=127.0.0.1:backlog={LISTEN_BACKLOG}",
                     "config.asgi:application",
                 ],
                 cwd=ROOT,
