@@ -217,7 +217,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # drf-spectacular's, with the error answers and media types the API really has.
+    "DEFAULT_SCHEMA_CLASS": "workflows.apis.schema.AutoSchema",
     "EXCEPTION_HANDLER": "workflows.apis.errors.exception_handler",
     # DRF's own parsers let oversized, too deeply nested and infinite input through, and text
     # that PostgreSQL cannot store (NUL, lone surrogates).
@@ -232,7 +233,11 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Branchline API",
-    "DESCRIPTION": "Author and run conditional LLM workflows.",
+    "DESCRIPTION": (
+        "Author and run conditional LLM workflows. Every error is JSON: "
+        '`{"errors": ["path: message", ...]}`. Text anywhere in a request may not hold a NUL '
+        "character or a lone surrogate (a 400 naming where it is)."
+    ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
@@ -240,6 +245,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Separate request and response shapes: read-only fields are required in answers only.
+    "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "workflows.apis.schema.recipe_components",
+    ],
     # Runs, steps and tasks each have a `status`: name their enums instead of hashing them.
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "runner.status.RunStatus",

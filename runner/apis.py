@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.request import Request
@@ -12,19 +12,20 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from workflows.apis.pagination import MAX_LIMIT, window, window_parameters
+from workflows.apis.schema import WHOLE_NUMBER_MAX, JSONObjectField, StrictText, errors
 from workflows.selectors import recipe_get
 from workflows.validators import whole_number
 
 from . import human, selectors, services
 from .events import serialize_event
-from .idempotency import HEADER, respond_once
+from .idempotency import HEADER, MAX_KEY_LENGTH, respond_once
 from .inputs import InputsInvalid
 from .models import HumanTask, Run, StepRun
 from .status import RunStatus
 
 IDEMPOTENCY_KEY = OpenApiParameter(
     HEADER,
-    str,
+    {"type": "string", "pattern": "^[!-~]+$", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
     OpenApiParameter.HEADER,
     description="Send a repeated request with the same key to get the first answer again "
     "instead of acting twice (kept 24 hours; only successful answers are kept).",
@@ -35,9 +36,21 @@ IDEMPOTENCY_KEY = OpenApiParameter(
 RUNS_PER_PAGE = MAX_LIMIT
 
 
+@extend_schema_field(
+    {
+        "type": "object",
+        "nullable": True,
+        "additionalProperties": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        "description": "actor alias: the answers it gives, in order (the last one repeats)",
+    }
+)
+class ScriptField(serializers.JSONField):
+    """A dry run's script (`services.check_script` checks it against the recipe)."""
+
+
 class RunStartInput(serializers.Serializer):
-    inputs = serializers.JSONField(default=dict)
-    script = serializers.JSONField(required=False, allow_null=True, default=None)
+    inputs = JSONObjectField(default=dict, help_text="the recipe's inputs, by name")
+    script = ScriptField(required=False, allow_null=True, default=None)
     version = serializers.IntegerField(required=False, min_value=1, allow_null=True)
 
 
@@ -80,7 +93,9 @@ class StepOutput(serializers.ModelSerializer):
 class TaskOutput(serializers.ModelSerializer):
     step = serializers.CharField(source="step_key")
     group = serializers.CharField(source="group.name")
-    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    decided_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
 
     class Meta:
         model = HumanTask
@@ -149,7 +164,7 @@ class EventOutput(serializers.Serializer):
     data = serializers.JSONField()
 
 
-class DecideInput(serializers.Serializer):
+class DecideInput(StrictText, serializers.Serializer):
     decision = serializers.CharField(max_length=50)
     comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=20000)
 
@@ -158,7 +173,7 @@ class RecipeRunsApi(APIView):
     @extend_schema(
         request=RunStartInput,
         parameters=[IDEMPOTENCY_KEY],
-        responses={201: RunDetailOutput},
+        responses={201: RunDetailOutput, **errors(409, 422)},
     )
     def post(self, request: Request, slug: str) -> Response:
         """Start a run; `script` makes it a dry run with scripted answers per actor alias."""
@@ -195,7 +210,7 @@ class RunListApi(APIView):
     )
     def get(self, request: Request) -> Response:
         runs = selectors.runs_visible_to(request.user)
-        if value := request.query_params.get("status"):
+        if (value := request.query_params.get("status")) is not None:
             if value not in RunStatus.values:
                 raise ValidationError({"status": f"one of {', '.join(RunStatus.values)}"})
             runs = runs.filter(status=value)
@@ -212,7 +227,7 @@ class RunDetailApi(APIView):
 
 
 class RunCancelApi(APIView):
-    @extend_schema(request=None, responses=RunOutput)
+    @extend_schema(request=None, responses={200: RunOutput, **errors(409)})
     def post(self, request: Request, run_id: int) -> Response:
         run = selectors.run_get(user=request.user, run_id=run_id)
         try:
@@ -224,7 +239,13 @@ class RunCancelApi(APIView):
 
 class RunEventsApi(APIView):
     @extend_schema(
-        parameters=[OpenApiParameter("after", int, description="last seq seen (default 0)")],
+        parameters=[
+            OpenApiParameter(
+                "after",
+                {"type": "integer", "minimum": 0, "maximum": WHOLE_NUMBER_MAX},
+                description="last seq seen (default 0)",
+            )
+        ],
         responses=EventOutput(many=True),
     )
     def get(self, request: Request, run_id: int) -> Response:
@@ -245,7 +266,11 @@ class TaskListApi(APIView):
 
 
 class TaskDecideApi(APIView):
-    @extend_schema(request=DecideInput, parameters=[IDEMPOTENCY_KEY], responses=TaskOutput)
+    @extend_schema(
+        request=DecideInput,
+        parameters=[IDEMPOTENCY_KEY],
+        responses={200: TaskOutput, **errors(409, 422)},
+    )
     def post(self, request: Request, task_id: int) -> Response:
         task = selectors.task_visible(user=request.user, task_id=task_id)
         data = DecideInput(data=request.data)

@@ -147,6 +147,22 @@ def test_it_refuses_a_decision_from_outside_the_group(
     assert HumanTask.objects.get(pk=task.pk).status == TaskStatus.OPEN
 
 
+@pytest.mark.parametrize("decision", [1, True, ["approve"]])
+def test_it_refuses_a_decision_that_is_no_text(
+    worker: Any, story_recipe: Recipe, owner: Any, reviewer: Any, decision: Any
+) -> None:
+    run = wait_for(start(story_recipe, owner, script={"judge": ["1"]}), RunStatus.WAITING_HUMAN)
+    api = APIClient()
+    api.force_authenticate(reviewer)
+    task = run.tasks.get()
+
+    answer = api.post(f"/api/tasks/{task.pk}/decide", {"decision": decision}, format="json")
+
+    assert answer.status_code == 400
+    assert answer.json()["errors"] == ["decision: Not a valid string."]
+    assert HumanTask.objects.get(pk=task.pk).status == TaskStatus.OPEN
+
+
 def test_cancelling_a_waiting_run_closes_its_task(
     worker: Any, story_recipe: Recipe, owner: Any
 ) -> None:
@@ -210,6 +226,7 @@ def test_the_run_api_shows_steps_with_evaluations_and_events(
             "script.writer: must be a non-empty list",
         ),
         ({"inputs": "topic"}, "inputs: must be an object"),
+        ({"inputs": None}, "inputs: This field may not be null."),
         (
             {"inputs": {"topic": "x"}, "script": {"editors": ["aprove"]}},
             "script.editors[0]: 'aprove' is not one of",
@@ -249,6 +266,19 @@ def test_another_users_run_is_not_found(
 def test_it_refuses_a_number_input_that_is_not_finite(value: float) -> None:
     with pytest.raises(InputsInvalid, match=r"inputs\.n: must be a finite number"):
         check_inputs({"n": {"type": "number"}}, {"n": value})
+
+
+@pytest.mark.parametrize("status", ["", "done", "SUCCEEDED"])
+def test_the_run_list_refuses_a_status_it_does_not_know(
+    story_recipe: Recipe, owner: Any, status: str
+) -> None:
+    api = APIClient()
+    api.force_authenticate(owner)
+
+    answer = api.get("/api/runs/", {"status": status})
+
+    assert answer.status_code == 400
+    assert answer.json()["errors"][0].startswith("status: one of queued, ")
 
 
 @pytest.mark.parametrize("after", ["x", "-1", "²", "1.5"])

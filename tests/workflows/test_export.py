@@ -361,8 +361,8 @@ def test_it_exports_a_published_version(api: Any, rich_recipe: Recipe) -> None:
     assert response.json() == rich_document()
 
 
-@pytest.mark.parametrize("version", ["7", "one", "-1", "99999999999999999999999"])
-def test_it_refuses_to_export_a_version_that_does_not_exist(
+@pytest.mark.parametrize("version", ["one", "-1", "0", "99999999999999999999999"])
+def test_it_refuses_to_export_a_version_that_is_no_version_number(
     api: Any, rich_recipe: Recipe, version: str
 ) -> None:
     response = api.get(f"/api/recipes/creative-writing-qc/export?version={version}")
@@ -371,6 +371,16 @@ def test_it_refuses_to_export_a_version_that_does_not_exist(
     assert response.json() == {
         "errors": [f"version: no version {version} of 'creative-writing-qc'"]
     }
+
+
+@pytest.mark.parametrize("version", ["7", "999999999999999999"])
+def test_exporting_a_version_that_does_not_exist_is_not_found(
+    api: Any, rich_recipe: Recipe, version: str
+) -> None:
+    response = api.get(f"/api/recipes/creative-writing-qc/export?version={version}")
+
+    assert response.status_code == 404
+    assert response.json()["detail"] == f"No version {version} of 'creative-writing-qc'."
 
 
 def test_it_never_exports_an_api_key(

@@ -109,3 +109,133 @@ def test_the_docs_page_assets_are_served(api: Any) -> None:
 
 def test_the_schema_is_closed_to_anonymous_callers(anon_api: Any) -> None:
     assert anon_api.get("/api/schema/").status_code in (401, 403)
+
+
+def operations(schema: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [
+        (method.upper(), path, operation)
+        for path, item in schema["paths"].items()
+        for method, operation in item.items()
+    ]
+
+
+def test_every_operation_documents_the_errors_it_can_answer(api: Any) -> None:
+    schema = yaml.safe_load(api.get("/api/schema/").content)
+
+    for method, path, operation in operations(schema):
+        expected = {"400", "403", "500", "503"}
+        expected |= {"404"} if "{" in path else set()
+        expected |= {"413", "415"} if "requestBody" in operation else set()
+        assert expected <= set(operation["responses"]), (method, path)
+        for code in expected:
+            content = operation["responses"][code]["content"]["application/json"]
+            assert content["schema"] == {"$ref": "#/components/schemas/ErrorOutput"}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "code"),
+    [
+        ("POST", "/api/recipes/{slug}/runs/", "409"),
+        ("POST", "/api/recipes/{slug}/runs/", "422"),
+        ("POST", "/api/tasks/{task_id}/decide/", "409"),
+        ("POST", "/api/runs/{run_id}/cancel/", "409"),
+        ("PUT", "/api/recipes/{slug}/", "409"),
+        ("DELETE", "/api/recipes/{slug}/", "409"),
+        ("POST", "/api/recipes/import/", "409"),
+        ("DELETE", "/api/actors/{id}/", "409"),
+    ],
+)
+def test_conflicts_are_documented_where_they_happen(
+    api: Any, method: str, path: str, code: str
+) -> None:
+    schema = yaml.safe_load(api.get("/api/schema/").content)
+
+    assert code in schema["paths"][path][method.lower()]["responses"]
+
+
+def test_request_bodies_are_documented_as_json(api: Any) -> None:
+    schema = yaml.safe_load(api.get("/api/schema/").content)
+
+    for _method, path, operation in operations(schema):
+        if "requestBody" in operation and path != "/api/auth/token/":
+            assert set(operation["requestBody"]["content"]) == {"application/json"}, path
+
+
+def test_recipe_documents_are_described_by_the_format_schema(api: Any) -> None:
+    schema = yaml.safe_load(api.get("/api/schema/").content)
+    document = schema["components"]["schemas"]["RecipeDocument"]
+
+    assert document["required"] == ["format", "slug", "name", "steps"]
+    assert document["properties"]["format"]["enum"] == ["branchline.recipe/v1"]
+    assert document["properties"]["steps"]["items"] == {"$ref": "#/components/schemas/RecipeStep"}
+    body = schema["paths"]["/api/recipes/import/"]["post"]["requestBody"]
+    assert body["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/RecipeDocument"
+    }
+
+
+def test_the_token_endpoint_is_open_to_anyone(api: Any) -> None:
+    schema = yaml.safe_load(api.get("/api/schema/").content)
+    operation = schema["paths"]["/api/auth/token/"]["post"]
+
+    assert operation["security"] == [{}]
+    assert operation["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/TokenOutput"
+    }
+
+
+def test_blank_text_is_documented_where_a_pattern_or_format_allows_it(api: Any) -> None:
+    schema = yaml.safe_load(api.get("/api/schema/").content)
+    actor = schema["components"]["schemas"]["Actor"]["properties"]
+
+    assert re.search(actor["api_key_env"]["pattern"], "")
+    assert re.search(actor["api_key_env"]["pattern"], "OPENAI_KEY")
+    assert not re.search(actor["api_key_env"]["pattern"], "lower-case")
+    assert actor["base_url"]["anyOf"] == [{"format": "uri"}, {"maxLength": 0}]
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/recipes/short-story/publish", {"note": 0}),
+        ("/api/recipes/short-story", {"name": 7}),
+        ("/api/recipes/short-story", {"description": True}),
+    ],
+)
+def test_it_refuses_a_number_where_the_schema_says_text(
+    api: Any, recipe: Any, path: str, body: dict[str, Any]
+) -> None:
+    method = api.post if path.endswith("publish") else api.patch
+
+    response = method(path, body, format="json")
+
+    assert response.status_code == 400
+    assert response.json() == {"errors": [f"{next(iter(body))}: Not a valid string."]}
+
+
+def test_it_refuses_an_actor_name_that_is_a_number(staff_api: Any) -> None:
+    response = staff_api.post(
+        "/api/actors/", {"name": 12, "provider": "scripted", "config": {}}, format="json"
+    )
+
+    assert response.status_code == 400
+    assert response.json() == {"errors": ["name: Not a valid string."]}
+
+
+@pytest.mark.parametrize("flag", ["maybe", "2", "null"])
+def test_it_refuses_a_replace_flag_it_cannot_read(
+    api: Any, recipe: Any, doc: dict[str, Any], flag: str
+) -> None:
+    response = api.post(f"/api/recipes/import?replace={flag}", doc, format="json")
+
+    assert response.status_code == 400
+    assert response.json() == {"errors": ["replace: true or false"]}
+
+
+@pytest.mark.parametrize("flag", ["false", "0", "no"])
+def test_a_replace_flag_that_says_no_keeps_the_draft(
+    api: Any, recipe: Any, doc: dict[str, Any], flag: str
+) -> None:
+    response = api.post(f"/api/recipes/import?replace={flag}", doc, format="json")
+
+    assert response.status_code == 409

@@ -11,6 +11,7 @@ from rest_framework import serializers
 from ..actor_urls import redact_url
 from ..models import Actor, Recipe, RecipeVersion
 from ..validators import json_value_errors
+from .schema import JSONObjectField, RecipeDocumentField, StrictText
 
 
 def _json_object(value: object) -> object:
@@ -22,12 +23,14 @@ def _json_object(value: object) -> object:
     return value
 
 
-class ActorSerializer(serializers.ModelSerializer):
+class ActorSerializer(StrictText, serializers.ModelSerializer):
     """An actor, checked as a whole on every write (`Actor.problems`)."""
 
     group = serializers.SlugRelatedField(
         slug_field="name", queryset=Group.objects.all(), required=False, allow_null=True
     )
+    params = JSONObjectField(required=False)
+    config = JSONObjectField(required=False)
 
     class Meta:
         model = Actor
@@ -108,7 +111,7 @@ class RecipeDetailOutput(RecipeSummarySerializer):
     shared_with_users = serializers.ListField(child=serializers.CharField())
     shared_with_groups = serializers.ListField(child=serializers.CharField())
     versions = VersionSerializer(many=True)
-    document = serializers.DictField()
+    document = RecipeDocumentField()
     warnings = serializers.ListField(
         child=serializers.CharField(), required=False, help_text="lint warnings (after PUT)"
     )
@@ -125,7 +128,7 @@ class RecipeDetailOutput(RecipeSummarySerializer):
 
 
 class RecipeUpdateInput(serializers.Serializer):
-    document = serializers.JSONField()
+    document = RecipeDocumentField()
     revision = serializers.IntegerField(required=False, min_value=1)
 
     def validate_document(self, value: object) -> object:
@@ -134,7 +137,7 @@ class RecipeUpdateInput(serializers.Serializer):
         return value
 
 
-class RecipePatchInput(serializers.Serializer):
+class RecipePatchInput(StrictText, serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False)
     description = serializers.CharField(required=False, allow_blank=True)
     shared_with_users = serializers.SlugRelatedField(
@@ -145,7 +148,7 @@ class RecipePatchInput(serializers.Serializer):
     )
 
 
-class PublishInput(serializers.Serializer):
+class PublishInput(StrictText, serializers.Serializer):
     note = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
 
 
@@ -153,3 +156,7 @@ class ImportOutput(serializers.Serializer):
     slug = serializers.CharField()
     name = serializers.CharField()
     warnings = serializers.ListField(child=serializers.CharField())
+
+
+class LintOutput(serializers.Serializer):
+    warnings = serializers.ListField(child=serializers.CharField(), help_text="as `path: message`")

@@ -6,9 +6,9 @@ from django.conf import settings
 from django.db.models import F
 from django.http import HttpResponse, QueryDict
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import permissions, status, viewsets
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.parsers import FileUploadParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -20,9 +20,11 @@ from ..models import Actor, Recipe
 from ..validators import WHOLE_NUMBER, RecipeRejected, whole_number
 from .pagination import MAX_LIMIT, window, window_parameters
 from .parsers import JSONParser, MultiPartParser
+from .schema import JSON, RECIPE_DOCUMENT, WHOLE_NUMBER_MAX, errors
 from .serializers import (
     ActorSerializer,
     ImportOutput,
+    LintOutput,
     PublishInput,
     RecipeDetailOutput,
     RecipePatchInput,
@@ -39,6 +41,11 @@ class IsStaffOrReadOnly(permissions.BasePermission):
         return bool(request.user and request.user.is_staff)
 
 
+@extend_schema_view(
+    update=extend_schema(responses={200: ActorSerializer, **errors(409)}),
+    partial_update=extend_schema(responses={200: ActorSerializer, **errors(409)}),
+    destroy=extend_schema(responses={204: None, **errors(409)}),
+)
 class ActorViewSet(viewsets.ModelViewSet):
     """Actors are shared by everyone; only staff change them. API keys stay in env vars.
 
@@ -95,6 +102,10 @@ def _import_data(request: Request) -> str | bytes | dict:
     raise ValidationError({"file": "send the recipe as a JSON body, or upload it as 'file'"})
 
 
+# What `?replace=` may say (a flag a client may write several ways).
+REPLACE_FLAGS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
+
+
 class RecipeListApi(APIView):
     @extend_schema(
         parameters=[
@@ -109,7 +120,7 @@ class RecipeListApi(APIView):
         page = window(recipes, request, default_limit=MAX_LIMIT)
         return Response(RecipeSummarySerializer(page, many=True).data)
 
-    @extend_schema(request=dict, responses={201: ImportOutput})
+    @extend_schema(request={JSON: RECIPE_DOCUMENT}, responses={201: ImportOutput, **errors(409)})
     def post(self, request: Request) -> Response:
         """Create a recipe from a format-v1 document."""
         result = services.recipe_import(user=request.user, data=_import_data(request))
@@ -124,7 +135,7 @@ class RecipeDetailApi(APIView):
     def get(self, request: Request, slug: str) -> Response:
         return Response(_recipe_detail(selectors.recipe_get(user=request.user, slug=slug)))
 
-    @extend_schema(request=RecipeUpdateInput, responses=RecipeDetailOutput)
+    @extend_schema(request=RecipeUpdateInput, responses={200: RecipeDetailOutput, **errors(409)})
     def put(self, request: Request, slug: str) -> Response:
         """Replace the draft; send the `revision` you edited to be told of a conflicting save."""
         recipe = _recipe_for(request, slug)
@@ -160,7 +171,7 @@ class RecipeDetailApi(APIView):
             )
         return Response(_recipe_detail(recipe))
 
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={204: None, **errors(409)})
     def delete(self, request: Request, slug: str) -> Response:
         services.recipe_delete(recipe=_recipe_for(request, slug, perm="workflows.delete_recipe"))
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -171,14 +182,18 @@ class RecipeImportApi(APIView):
 
     @extend_schema(
         parameters=[OpenApiParameter("replace", bool, description="replace an existing draft")],
-        request=dict,
-        responses={201: ImportOutput, 200: ImportOutput},
+        # A multipart upload is read too, but not documented: daphne (Twisted) answers a
+        # multipart body it cannot parse with a bare 400 before the app sees it.
+        request={JSON: RECIPE_DOCUMENT},
+        responses={201: ImportOutput, 200: ImportOutput, **errors(409)},
     )
     def post(self, request: Request) -> Response:
         """Import a recipe file (JSON or YAML): a JSON body, or a multipart upload named 'file'."""
-        replace = request.query_params.get("replace", "").lower() in {"1", "true", "yes"}
+        replace = request.query_params.get("replace", "false").lower()
+        if replace not in REPLACE_FLAGS:
+            raise ValidationError({"replace": "true or false"})
         result = services.recipe_import(
-            user=request.user, data=_import_data(request), replace=replace
+            user=request.user, data=_import_data(request), replace=REPLACE_FLAGS[replace]
         )
         return Response(
             {"slug": result.recipe.slug, "name": result.recipe.name, "warnings": result.warnings},
@@ -188,8 +203,14 @@ class RecipeImportApi(APIView):
 
 class RecipeExportApi(APIView):
     @extend_schema(
-        parameters=[OpenApiParameter("version", int, description="export a published version")],
-        responses=dict,
+        parameters=[
+            OpenApiParameter(
+                "version",
+                {"type": "integer", "minimum": 1, "maximum": WHOLE_NUMBER_MAX},
+                description="export a published version",
+            )
+        ],
+        responses={200: RECIPE_DOCUMENT},
     )
     def get(self, request: Request, slug: str) -> Response:
         recipe = selectors.recipe_get(user=request.user, slug=slug)
@@ -198,9 +219,11 @@ class RecipeExportApi(APIView):
             document = document_from_recipe(recipe)
         else:
             wanted = whole_number(number)
-            version = recipe.versions.filter(number=wanted).first() if wanted is not None else None
-            if version is None:
+            if not wanted:
                 raise ValidationError({"version": f"no version {number} of '{slug}'"})
+            version = recipe.versions.filter(number=wanted).first()
+            if version is None:
+                raise NotFound(f"No version {number} of '{slug}'.")
             document = version.document
         response = Response(document)
         response["Content-Disposition"] = f'attachment; filename="{slug}.json"'
@@ -227,7 +250,7 @@ class RecipeVersionsApi(APIView):
 
 
 class RecipeLintApi(APIView):
-    @extend_schema(responses=dict)
+    @extend_schema(responses=LintOutput)
     def get(self, request: Request, slug: str) -> Response:
         recipe = selectors.recipe_get(user=request.user, slug=slug)
         return Response({"warnings": services.recipe_lint(recipe=recipe)})
