@@ -33,6 +33,7 @@ import json
 import logging
 import weakref
 from collections import defaultdict
+from contextlib import suppress
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -45,6 +46,7 @@ from workflows.validators import whole_number
 from . import events
 from .human import task_payload
 from .models import Run, RunEvent
+from .outages import BROKER_ERRORS
 from .selectors import runs_visible_to, tasks_for_reviewer
 from .status import TERMINAL
 
@@ -57,6 +59,7 @@ CLOSE_FORBIDDEN = 4403
 CLOSE_BAD_REQUEST = 4400
 CLOSE_TOO_BIG = 1009  # RFC 6455: a message too big to process
 CLOSE_NOT_JSON = 1007  # RFC 6455: data inconsistent with the message type
+CLOSE_TRY_AGAIN_LATER = 1013  # RFC 6455 registry: a service the server needs is unavailable
 MAX_FRAME_CHARS = 4096
 
 CATCH_UP_INTERVAL_S = 2.0
@@ -137,6 +140,18 @@ def _catch_up() -> _CatchUp:
 
 
 class _Consumer(AsyncJsonWebsocketConsumer):
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Serve the socket; while the channel layer's Redis is unreachable, close it with "try
+        again later" (the client reconnects and replays) instead of failing with a 500."""
+        try:
+            await super().__call__(scope, receive, send)
+        except BROKER_ERRORS as exc:
+            log.warning(
+                "websocket %s closed: the channel layer is unreachable (%s)", scope["path"], exc
+            )
+            with suppress(Exception):  # the socket may be gone already
+                await send({"type": "websocket.close", "code": CLOSE_TRY_AGAIN_LATER})
+
     async def websocket_connect(self, message: dict[str, Any]) -> None:
         await _keep_listening(self.channel_layer)
         await super().websocket_connect(message)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 from collections.abc import AsyncIterator
 from typing import Any
@@ -486,3 +487,22 @@ async def test_it_closes_on_a_binary_frame(owner: Any) -> None:
     await communicator.send_to(bytes_data=b'{"watch": [1]}')
 
     assert (await communicator.receive_output(timeout=5))["code"] == consumers.CLOSE_NOT_JSON
+
+
+async def test_it_asks_to_try_again_later_while_the_layers_redis_is_unreachable(
+    story_recipe: Recipe, owner: Any, settings: Any
+) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once closed
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [f"redis://127.0.0.1:{port}/0"]},
+        }
+    }
+    run = await sync_to_async(new_run)(story_recipe, owner)
+
+    _, connected, code = await connect(f"/ws/runs/{run.pk}/", owner)
+
+    assert (connected, code) == (False, consumers.CLOSE_TRY_AGAIN_LATER)
