@@ -1349,3 +1349,13 @@ class RecipeTestForm(forms.Form):
 
 class PublishForm(forms.Form):
     note = forms.CharField(max_length=500, required=False, label="Note (optional)")
+    # The draft revision the page showed; without one, whatever the draft is now is published.
+    revision = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    def clean_revision(self) -> int | None:
+        raw = self.cleaned_data["revision"]
+        if raw == "":
+            return None
+        if (number := whole_number(raw)) is None:
+            raise forms.ValidationError("not a draft revision; reload the page")
+        return number

@@ -91,26 +91,41 @@ def recipe_update(
     checked = check_document(document)
     with transaction.atomic():
         current = Recipe.objects.select_for_update().get(pk=recipe.pk)
-        if expected_revision is not None and current.revision != expected_revision:
-            raise RecipeConflict(
-                f"revision: the draft was saved elsewhere (revision {current.revision}, "
-                f"you edited {expected_revision}); reload it before saving"
-            )
+        _check_revision(current, expected_revision, doing="saving")
         current.revision += 1
         write_recipe_rows(current, checked.document, checked.actors)
     recipe.refresh_from_db()
     return engine.lint_recipe(checked.graph)
 
 
-def recipe_publish(*, recipe: Recipe, user: AbstractBaseUser, note: str = "") -> RecipeVersion:
-    """Freeze the draft into a new immutable version (it must be free of errors)."""
+def recipe_publish(
+    *,
+    recipe: Recipe,
+    user: AbstractBaseUser,
+    note: str = "",
+    expected_revision: int | None = None,
+) -> RecipeVersion:
+    """Freeze the draft into a new immutable version (it must be free of errors).
+
+    With `expected_revision`, refuse if the draft was saved since that revision: the caller
+    would publish something other than what it showed.
+    """
     with transaction.atomic():
         locked = Recipe.objects.select_for_update().get(pk=recipe.pk)
+        _check_revision(locked, expected_revision, doing="publishing")
         document = document_from_recipe(locked)
         check_document(document)
         last = locked.versions.order_by("-number").values_list("number", flat=True).first()
         return RecipeVersion.objects.create(
             recipe=locked, number=(last or 0) + 1, document=document, note=note, created_by=user
+        )
+
+
+def _check_revision(current: Recipe, expected_revision: int | None, *, doing: str) -> None:
+    if expected_revision is not None and current.revision != expected_revision:
+        raise RecipeConflict(
+            f"revision: the draft was saved elsewhere (revision {current.revision}, "
+            f"you edited {expected_revision}); reload it before {doing}"
         )
 
 

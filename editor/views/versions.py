@@ -6,6 +6,7 @@ for the editor's side panel.
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -39,24 +40,36 @@ def _context(recipe: Recipe, **extra: Any) -> dict[str, Any]:
 @login_required
 @require_http_methods(["GET", "POST"])
 def recipe_versions(request: HttpRequest, slug: str) -> HttpResponse:
-    """List the versions; POST publishes the saved draft as a new version."""
+    """List the versions; POST publishes the saved draft as a new version.
+
+    The form carries the draft revision its page saw (the editor sends the revision of its last
+    save): a draft saved elsewhere since is refused with 409, not published unseen.
+    """
     recipe = editable_recipe(request, slug)
     if request.method == "GET":
         return render(request, _template(request, "versions"), _context(recipe))
     form = PublishForm(request.POST)
     errors: list[str] = []
     published = None
+    conflict = False
     if form.is_valid():
         try:
             published = recipe_publish(
-                recipe=recipe, user=request.user, note=form.cleaned_data["note"]
+                recipe=recipe,
+                user=request.user,
+                note=form.cleaned_data["note"],
+                expected_revision=form.cleaned_data["revision"],
             )
         except RecipeRejected as exc:
             errors = exc.errors
+        except RecipeConflict as exc:
+            errors, conflict = [str(exc)], True
+        recipe.refresh_from_db()
     context = _context(recipe, publish_errors=errors, published=published)
     if not form.is_valid() or errors:
         context["form"] = form
-    return render(request, _template(request, "versions"), context)
+    status = HTTPStatus.CONFLICT if conflict else HTTPStatus.OK
+    return render(request, _template(request, "versions"), context, status=status)
 
 
 def _document(recipe: Recipe, which: str) -> tuple[str, dict[str, Any]] | None:
@@ -92,6 +105,7 @@ def version_restore(request: HttpRequest, slug: str, number: int) -> HttpRespons
     version = get_object_or_404(recipe.versions, number=number)
     revision = request.POST.get("revision", "")
     errors: list[str] = []
+    status = HTTPStatus.OK
     try:
         recipe_version_restore(
             recipe=recipe,
@@ -102,10 +116,11 @@ def version_restore(request: HttpRequest, slug: str, number: int) -> HttpRespons
         errors = exc.errors
     except RecipeConflict as exc:
         errors = [str(exc)]
+        status = HTTPStatus.CONFLICT
     if not errors:
         if request.htmx:
             return HttpResponseClientRefresh()
         context = _context(recipe, restored=version)
     else:
         context = _context(recipe, restore_errors=errors)
-    return render(request, _template(request, "versions"), context)
+    return render(request, _template(request, "versions"), context, status=status)

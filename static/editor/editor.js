@@ -304,6 +304,7 @@
   function changed() {
     clearTimeout(changeTimer);
     changeTimer = setTimeout(function () {
+      changeTimer = null;
       updateDirty();
       scheduleCheck(0);
     }, 150);
@@ -324,6 +325,7 @@
   }
 
   function runCheck() {
+    checkTimer = null;
     if (checking) {
       checkAgain = true;
       return;
@@ -436,17 +438,22 @@
         if (where.branch !== undefined) evt.detail.parameters.branch = where.branch;
       }
     }
-    if (elt && elt.closest && elt.closest("[data-needs-revision]")) {
+    // The server refuses these if the draft was saved elsewhere since this revision (409).
+    if (elt && elt.closest && elt.closest("[data-needs-revision], [data-needs-save]")) {
       evt.detail.parameters.revision = String(app.revision);
     }
   });
 
-  // Publishing uses the saved draft: save first when there are unsaved changes.
+  // Publishing uses the saved draft: it waits for a save in flight and saves what the canvas
+  // shows first. Dirtiness is computed here, not read from `app.dirty`, which follows an edit only
+  // after a short delay: an edit applied just before the click must be in the published version.
   document.body.addEventListener("htmx:confirm", function (evt) {
     var elt = evt.detail.elt;
-    if (!elt || !elt.closest || !elt.closest("[data-needs-save]") || !app.dirty) return;
+    if (!elt || !elt.closest || !elt.closest("[data-needs-save]")) return;
+    updateDirty();
+    if (!app.dirty && !saving) return;
     evt.preventDefault();
-    save(false).then(function (ok) {
+    flushSave().then(function (ok) {
       if (ok) evt.detail.issueRequest(true);
     });
   });
@@ -978,7 +985,28 @@
     saveErrors.hidden = false;
   }
 
+  var saving = null; // the last save asked for, until it has answered
+
+  /** Save the draft after any save in flight (each carries the revision the one before got). */
   function save(force) {
+    var mine = (saving || Promise.resolve()).then(function () { return saveNow(force); });
+    saving = mine;
+    mine.then(function () {
+      if (saving === mine) saving = null;
+    });
+    return mine;
+  }
+
+  /** Resolve true once the saved draft is what the canvas shows, saving it if needed. */
+  function flushSave() {
+    return (saving || Promise.resolve(true)).then(function (ok) {
+      if (!ok) return false;
+      updateDirty();
+      return app.dirty ? save(false) : true;
+    });
+  }
+
+  function saveNow(force) {
     var current = currentDocument();
     var body = { document: current.document };
     if (!force) body.revision = app.revision;
@@ -1018,6 +1046,15 @@
     });
   }
   app.save = save;
+  app.flushSave = flushSave;
+  // Nothing is waiting to happen: no edit still to be marked and checked, no check, save or
+  // panel request in flight, and htmx has wired up what it swapped in (it does so when the swap
+  // settles, a moment later: until then a form in it would submit as a plain form). Tests wait
+  // for this before acting on a layout that must hold still or on controls just loaded.
+  app.settled = function () {
+    return changeTimer === null && checkTimer === null && !checking && !saving &&
+      !document.querySelector(".htmx-request, .htmx-settling");
+  };
   app.documentJSON = function () { return JSON.stringify(currentDocument().document); };
   app.currentDocument = function () { return currentDocument().document; };
 

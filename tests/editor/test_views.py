@@ -570,6 +570,34 @@ class TestVersions:
         assert "First &lt;cut&gt;" in page
         assert story.versions.get().note == "First <cut>"
 
+    def test_it_refuses_with_409_to_publish_a_draft_saved_since_the_page_read_it(
+        self, story: Recipe, web: Client
+    ) -> None:
+        seen = story.revision
+        recipe_update(recipe=story, document={**draft(story), "name": "Saved elsewhere"})
+        url = reverse("recipe-versions", args=[story.slug])
+
+        stale = htmx_post(web, url, None, note="", revision=str(seen))
+
+        assert stale.status_code == 409
+        assert "saved elsewhere" in stale.content.decode()
+        assert not story.versions.exists()
+        fresh = htmx_post(web, url, None, note="", revision=str(seen + 1))
+        assert "Published v1." in fresh.content.decode()
+        assert story.versions.get().document["name"] == "Saved elsewhere"
+
+    @pytest.mark.parametrize("revision", ["x", "-1", "²", "1.0", "9" * 40])
+    def test_it_refuses_a_revision_that_is_not_one(
+        self, story: Recipe, web: Client, revision: str
+    ) -> None:
+        response = htmx_post(
+            web, reverse("recipe-versions", args=[story.slug]), None, revision=revision
+        )
+
+        assert response.status_code == 200
+        assert "not a draft revision" in response.content.decode()
+        assert not story.versions.exists()
+
     def test_it_lists_why_a_draft_cannot_be_published(self, author: Any, web: Client) -> None:
         Recipe.objects.create(slug="empty", name="Empty", owner=author)
         response = htmx_post(web, reverse("recipe-versions", args=["empty"]), None, note="")
@@ -621,6 +649,7 @@ class TestVersions:
         story.refresh_from_db()
         url = reverse("recipe-version-restore", args=[story.slug, 1])
         stale = htmx_post(web, url, None, revision="1")
+        assert stale.status_code == 409
         assert "saved elsewhere" in stale.content.decode()
         response = htmx_post(web, url, None, revision=str(story.revision))
         assert response["HX-Refresh"] == "true"

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from tests.factories import recipe_document
 from workflows.adapters import document_from_recipe
 from workflows.models import Branch, Recipe, RecipeVersion
-from workflows.services import recipe_import, recipe_publish, recipe_update
+from workflows.services import RecipeConflict, recipe_import, recipe_publish, recipe_update
 from workflows.validators import RecipeRejected
 
 pytestmark = pytest.mark.django_db
@@ -61,6 +61,20 @@ def test_editing_the_draft_leaves_the_version_unchanged(
     assert version.document == frozen
     assert version.document["steps"][0]["prompt"] == "Write a short story about {topic}"
     assert document_from_recipe(recipe)["steps"][0]["prompt"] == "Write a poem about {topic}"
+
+
+def test_it_refuses_to_publish_a_draft_saved_since_the_caller_read_it(
+    user: Any, recipe: Recipe, doc: dict[str, Any]
+) -> None:
+    seen = recipe.revision
+    recipe_update(recipe=recipe, document={**doc, "name": "Saved elsewhere"})
+
+    with pytest.raises(RecipeConflict, match="saved elsewhere"):
+        recipe_publish(recipe=recipe, user=user, expected_revision=seen)
+
+    assert not recipe.versions.exists()
+    version = recipe_publish(recipe=recipe, user=user, expected_revision=recipe.revision)
+    assert version.document["name"] == "Saved elsewhere"
 
 
 def test_it_refuses_to_publish_a_draft_that_became_invalid(user: Any, recipe: Recipe) -> None:
