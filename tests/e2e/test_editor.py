@@ -16,7 +16,7 @@ from tests.editor.conftest import STORY, story_document
 from tests.factories import ActorFactory, GroupFactory
 from workflows.adapters import document_from_recipe
 from workflows.models import Recipe
-from workflows.services import recipe_import, recipe_publish
+from workflows.services import recipe_import, recipe_publish, recipe_update
 
 from .conftest import BrowserPage
 
@@ -27,12 +27,29 @@ pytestmark = pytest.mark.e2e
 
 
 def apply_panel(page: Any) -> None:
-    page.click("#panel button.primary[type=submit]")
+    click_settled(page, "#panel button.primary[type=submit]")
     page.wait_for_selector("#panel .applied")
 
 
 def wait_saved(page: Any) -> None:
     page.wait_for_function("document.getElementById('save-state').textContent === 'Saved'")
+
+
+def wait_settled(page: Any) -> None:
+    """Wait until the editor has nothing in flight: no edit still to check, no request.
+
+    The lint panel's answer to the last edit can change its height and move the side panel:
+    a drag planned on the old layout would drop on the wrong row. And htmx wires up what it
+    swapped in only when the swap settles: a form clicked before that submits as a plain form.
+    """
+    page.wait_for_function("branchline.settled()")
+
+
+def click_settled(page: Any, selector: str) -> None:
+    """Click a control of a panel once htmx has wired it up."""
+    page.wait_for_selector(selector)
+    wait_settled(page)
+    page.click(selector)
 
 
 def canvas_point(page: Any, js_element: str) -> dict[str, float]:
@@ -50,6 +67,7 @@ def canvas_point(page: Any, js_element: str) -> dict[str, float]:
 
 def drag_branch(page: Any, source_key: str, target_key: str) -> None:
     """Draw a branch with the mouse: from the source step's handle to the target step."""
+    wait_settled(page)
     source = canvas_point(page, f"branchline.nodeByKey('{source_key}')")
     target = canvas_point(page, f"branchline.nodeByKey('{target_key}')")
     page.mouse.move(source["x"], source["y"])
@@ -58,13 +76,9 @@ def drag_branch(page: Any, source_key: str, target_key: str) -> None:
     start = {"x": handle["x"] + handle["width"] / 2, "y": handle["y"] + handle["height"] / 2}
     page.mouse.move(start["x"], start["y"])
     page.mouse.down()
-    for i in range(1, 13):
-        page.mouse.move(
-            start["x"] + (target["x"] - start["x"]) * i / 12,
-            start["y"] + (target["y"] - start["y"]) * i / 12,
-        )
-        page.wait_for_timeout(25)
-    page.wait_for_timeout(250)
+    page.mouse.move(target["x"], target["y"], steps=12)
+    # Edge handles snaps to a step once the pointer has rested on it (its hover delay).
+    page.wait_for_function(f"branchline.nodeByKey('{target_key}').hasClass('eh-target')")
     page.mouse.up()
 
 
@@ -169,7 +183,7 @@ def test_an_author_draws_a_recipe_saves_it_and_publishes_it(
 
     page.click("#tab-versions")
     page.fill("#panel-versions [name=note]", "first cut")
-    page.click("#panel-versions button.primary")
+    click_settled(page, "#panel-versions button.primary")
     page.wait_for_selector("#panel-versions .applied")
     assert "Published v1." in page.inner_text("#panel-versions")
     assert "first cut" in page.inner_text("#panel-versions")
@@ -254,6 +268,7 @@ def test_the_keyboard_deletes_undoes_and_redoes_and_branches_reorder(
     page.wait_for_function(
         "document.querySelector('#panel .branch-order li button.link').textContent.includes('broken')"
     )
+    wait_settled(page)
     # Dragging in the list reorders too; the priorities keep their values, in the new order.
     page.drag_and_drop(
         "#panel .branch-order li[data-branch='3']", "#panel .branch-order li[data-branch='0']"
@@ -315,7 +330,7 @@ def test_a_test_run_highlights_its_path_and_becomes_a_passing_test_with_coverage
     page.fill("#panel-testrun [name=input_topic]", "a lighthouse")
     page.fill("#panel-testrun [name=script_writer]", f"Too short.\n---\n{STORY}")
     page.fill("#panel-testrun [name=script_judge]", "9")
-    page.click("#panel-testrun button.primary")
+    click_settled(page, "#panel-testrun button.primary")
     page.wait_for_selector("#testrun-live[data-run]")
     page.wait_for_function("branchline.testRunFinished", timeout=30000)
     page.wait_for_selector("#testrun-result .run-result")
@@ -338,17 +353,17 @@ def test_a_test_run_highlights_its_path_and_becomes_a_passing_test_with_coverage
     assert "write → write" in result
     assert page.input_value("#test-save [name=expected_path]") == "write → write"
     page.fill("#test-save [name=name]", "short then approved")
-    page.click("#test-save button[type=submit]")
+    click_settled(page, "#test-save button[type=submit]")
     page.wait_for_selector("#test-save .applied")
     assert "it passed" in page.inner_text("#test-save")
 
     page.click("#tab-tests")
     page.wait_for_selector("#tests .test-row")
     first_run = RecipeTest.objects.get().last_run_id
-    page.wait_for_load_state("networkidle")  # the list reloaded when the test was saved
+    wait_settled(page)  # the list reloads when a test is saved
     page.evaluate("window.listBeforeRun = document.getElementById('tests')")
     with page.expect_response(lambda response: "/tests/run/" in response.url):
-        page.click("#tests button.primary")
+        click_settled(page, "#tests button.primary")
     assert RecipeTest.objects.get().last_run_id != first_run
     page.wait_for_function(
         "document.getElementById('tests') !== window.listBeforeRun"
@@ -379,20 +394,47 @@ def test_versions_compare_and_restore(
     apply_panel(page)
     page.click("#tab-versions")
     page.fill("#panel-versions [name=note]", "longer minimum")
-    page.click("#panel-versions button.primary")  # saves the draft first, then publishes
+    click_settled(page, "#panel-versions button.primary")  # saves the draft first, then publishes
     page.wait_for_selector("#panel-versions .applied")
     assert story.versions.count() == 2
-    page.click("#panel-versions form[aria-label='Compare versions'] button[type=submit]")
+    click_settled(page, "#panel-versions form[aria-label='Compare versions'] button[type=submit]")
     page.wait_for_selector("#version-diff .diff")
     diff = page.inner_text("#version-diff")
     assert "From v1 to v2" in diff
     assert "too_short" in diff
     with page.expect_navigation():
-        page.click("#panel-versions tr:has-text('v1') button:has-text('Restore')")
+        click_settled(page, "#panel-versions tr:has-text('v1') button:has-text('Restore')")
     browser_page.wait_ready()
     assert "len < 40" in page.inner_text("#outline")
     story.refresh_from_db()
     assert document_from_recipe(story)["steps"][0]["branches"][0]["when"]["value"] == 40
+
+
+def test_a_publish_includes_the_save_in_flight_and_refuses_a_draft_saved_elsewhere(
+    browser_page: BrowserPage, story: Recipe
+) -> None:
+    page = browser_page.open_editor(story.slug)
+    page.click("#outline .outline-item.branch >> text=len < 40")
+    page.wait_for_selector("#panel [name='c-value']")
+    page.fill("#panel [name='c-value']", "60")
+    apply_panel(page)
+    page.click("#tab-versions")
+    page.wait_for_selector("#panel-versions [name=note]")
+    wait_settled(page)
+    # Saving and publishing at once: the publish waits for the save and carries its revision.
+    page.evaluate(
+        "() => { branchline.save(false);"
+        " document.querySelector('#panel-versions button.primary').click(); }"
+    )
+    page.wait_for_selector("#panel-versions .applied")
+    assert story.versions.get().document["steps"][0]["branches"][0]["when"]["value"] == 60
+
+    story.refresh_from_db()
+    recipe_update(recipe=story, document={**document_from_recipe(story), "name": "Theirs"})
+    click_settled(page, "#panel-versions button.primary")
+    page.wait_for_selector("#panel-versions .error")
+    assert "saved elsewhere" in page.inner_text("#panel-versions")
+    assert story.versions.count() == 1
 
 
 def test_every_demo_recipe_opens_renders_and_round_trips_unchanged(
@@ -442,7 +484,7 @@ def test_export_downloads_the_draft_and_import_replaces_it(
     page.wait_for_selector("#import-file")
     page.set_input_files("#import-file", str(upload))
     with page.expect_navigation():
-        page.click(".import-draft button[type=submit]")
+        click_settled(page, ".import-draft button[type=submit]")
     browser_page.wait_ready()
     assert page.inner_text("#recipe-title") == "Imported over the draft"
     assert "len < 120" in page.inner_text("#outline")
@@ -454,7 +496,7 @@ def test_export_downloads_the_draft_and_import_replaces_it(
     page.click("#tab-recipe")
     page.wait_for_selector("#import-file")
     page.set_input_files("#import-file", str(bad))
-    page.click(".import-draft button[type=submit]")
+    click_settled(page, ".import-draft button[type=submit]")
     page.wait_for_selector("#import-result .error")
     assert "The file was not imported" in page.inner_text("#import-result")
 
@@ -467,7 +509,7 @@ def test_the_test_run_tab_follows_a_publish_made_after_it_opened(
     page.wait_for_selector("#panel-testrun #testrun")
     assert "Publish the recipe" in page.inner_text("#panel-testrun")
     page.click("#tab-versions")
-    page.click("#panel-versions button.primary")
+    click_settled(page, "#panel-versions button.primary")
     page.wait_for_selector("#panel-versions .applied")
     page.click("#tab-testrun")
     page.wait_for_selector("#panel-testrun [name=input_topic]")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -199,7 +200,9 @@ def test_a_running_steps_answer_streams_into_its_card(
     app_server: AppServer, stub_llm: StubServer, login: Any
 ) -> None:
     app_server.manage("shell", "-c", STREAMED_RECIPE.format(base_url=stub_llm.base_url))
-    stub_llm.enqueue(reply(chunks=CHUNKS, interval_s=0.6))
+    # The model keeps its last words back until the test has seen the answer mid-stream.
+    last_words = threading.Event()
+    stub_llm.enqueue(reply(chunks=CHUNKS, interval_s=0.3, hold=last_words))
     author = login("demo")
     page = author.new_page()
     page.goto("/recipes/streamed-story/run/")
@@ -207,9 +210,13 @@ def test_a_running_steps_answer_streams_into_its_card(
     page.get_by_role("button", name="Start run").click()
     page.wait_for_url(re.compile(r"/runs/\d+/$"))
 
-    stream = page.locator("#step-1[data-running] [data-stream]")
-    expect(stream).to_contain_text("The first words", timeout=LIVE_TIMEOUT_MS)
-    assert "the last words" not in stream.inner_text()  # still running: more is on its way
+    try:
+        stream = page.locator("#step-1[data-running] [data-stream]")
+        expect(stream).to_contain_text("The first words", timeout=LIVE_TIMEOUT_MS)
+        expect(stream).to_contain_text("one by one,", timeout=LIVE_TIMEOUT_MS)
+        assert "the last words" not in stream.inner_text()  # still running: more is on its way
+    finally:
+        last_words.set()
 
     card = page.locator("#step-1")
     expect(card).to_contain_text("Succeeded", timeout=LIVE_TIMEOUT_MS)

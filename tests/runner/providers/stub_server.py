@@ -30,6 +30,13 @@ CHAT_PATH = "/v1/chat/completions"
 _STALL = None
 
 
+class _Hold:
+    """Marks where in a streamed body the stub waits for the test to set ``hold``."""
+
+
+_HOLD = _Hold()
+
+
 @dataclass(frozen=True)
 class Behaviour:
     """Say how the stub answers one chat request; build one with the functions below."""
@@ -47,6 +54,7 @@ class Behaviour:
     delay_s: float = 0
     interval_s: float = 0
     stall_s: float = 0
+    hold: threading.Event | None = None
 
 
 def reply(
@@ -58,13 +66,16 @@ def reply(
     delay_s: float = 0,
     interval_s: float = 0,
     stall_s: float = 0,
+    hold: threading.Event | None = None,
 ) -> Behaviour:
     """Answer ``text`` (streamed as ``chunks`` when given, else word by word).
 
     ``delay_s`` waits before the headers (a slow server); ``interval_s`` waits before each
     text chunk after the first (a trickling one); ``stall_s`` waits after the text, before
     the end of the answer (one that stops talking mid-answer). A plain JSON answer with an
-    interval or a stall is sent in 16-byte pieces, stalling before the last one.
+    interval or a stall is sent in 16-byte pieces, stalling before the last one. A streamed
+    answer with ``hold`` keeps its last text chunk back until the test sets that event, so
+    the test sees the answer mid-stream however slow the machine is.
     """
     if chunks is not None:
         text = "".join(chunks)
@@ -77,6 +88,7 @@ def reply(
         delay_s=delay_s,
         interval_s=interval_s,
         stall_s=stall_s,
+        hold=hold,
     )
 
 
@@ -228,6 +240,13 @@ class StubServer:
         """Wait ``seconds``; return True if the stub is stopping."""
         return self._stopping.wait(seconds) if seconds > 0 else self._stopping.is_set()
 
+    def _wait_for(self, event: threading.Event) -> bool:
+        """Wait until ``event`` is set; return True if the stub is stopping first."""
+        while not event.wait(0.05):
+            if self._stopping.is_set():
+                return True
+        return self._stopping.is_set()
+
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
@@ -333,7 +352,7 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
     def _send_chunked(
-        self, behaviour: Behaviour, pieces: Iterable[bytes | None], content_type: str
+        self, behaviour: Behaviour, pieces: Iterable[bytes | _Hold | None], content_type: str
     ) -> None:
         stub = self.server.stub
         self.send_response(200)
@@ -346,6 +365,10 @@ class _Handler(BaseHTTPRequestHandler):
         for piece in pieces:
             if piece is _STALL:
                 if stub._wait(behaviour.stall_s):
+                    return
+                continue
+            if isinstance(piece, _Hold):
+                if behaviour.hold is not None and stub._wait_for(behaviour.hold):
                     return
                 continue
             if not first and stub._wait(behaviour.interval_s):
@@ -376,7 +399,7 @@ def _completion(behaviour: Behaviour, model: str) -> dict[str, Any]:
     return data
 
 
-def _sse_body(behaviour: Behaviour, model: str, payload: Any) -> Iterator[bytes | None]:
+def _sse_body(behaviour: Behaviour, model: str, payload: Any) -> Iterator[bytes | _Hold | None]:
     def event(data: dict[str, Any]) -> bytes:
         return f"data: {json.dumps(data)}\n\n".encode()
 
@@ -385,6 +408,8 @@ def _sse_body(behaviour: Behaviour, model: str, payload: Any) -> Iterator[bytes 
     role = event({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
     for index, piece in enumerate(pieces):
         text = event({**base, "choices": [{"index": 0, "delta": {"content": piece}}]})
+        if index and index == len(pieces) - 1:
+            yield _HOLD
         # The role rides with the first text chunk so interval_s paces text chunks only.
         yield role + text if index == 0 else text
     if not pieces:
