@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -9,6 +10,8 @@ from typing import Any
 import pytest
 from celery.contrib.testing.worker import start_worker
 from django.contrib.auth.models import Group
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.signals import connection_created
 from rest_framework.test import APIClient
 
 from config.celery import app as celery_app
@@ -33,6 +36,34 @@ class Actors:
     openai: Actor
     editors: Actor
     reviewers: Group
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    """Create the test database, and close every connection to it before it is dropped.
+
+    PostgreSQL will not drop a database that still has sessions ("being accessed by other
+    users"), and some outlive their tests: Channels' test communicators turn off the clean-up
+    of `database_sync_to_async`, so a consumer's connection stays open in its application's
+    context (Django keeps connections per thread and context), out of reach of
+    `connections.close_all()`, until the garbage collector gets to it.
+    """
+    opened: weakref.WeakSet[BaseDatabaseWrapper] = weakref.WeakSet()
+
+    def track(sender: Any, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
+        opened.add(connection)
+
+    connection_created.connect(track, weak=False, dispatch_uid="tests-track-connections")
+    yield
+    connection_created.disconnect(dispatch_uid="tests-track-connections")
+    with django_db_blocker.unblock():
+        for wrapper in list(opened):
+            # By now the thread that opened it is idle or gone: closing it from here is safe.
+            wrapper.inc_thread_sharing()
+            try:
+                wrapper.close()
+            finally:
+                wrapper.dec_thread_sharing()
 
 
 @pytest.fixture
