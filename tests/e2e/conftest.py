@@ -18,6 +18,10 @@ from django.test import Client
 
 from tests.factories import UserFactory
 
+# A test module imports the live-app fixtures' module before naming it in `pytest_plugins`:
+# registered here, before that import, it is rewritten like a plugin and pytest does not warn.
+pytest.register_assert_rewrite("tests.e2e.live_app")
+
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
 LAUNCH_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-gpu"]

@@ -28,6 +28,24 @@ REVISED = "REVISED: the storm is called Brann, and a small dragon keeps the lamp
 COMMENT = "Give the storm a name, and add a small dragon."
 
 
+# Keeps the paths of the page's open websockets in `window.__openSockets`, for a test to wait
+# until the page listens before it makes the change the page must show.
+TRACK_SOCKETS = """
+(() => {
+  const Native = window.WebSocket;
+  const open = (window.__openSockets = new Set());
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      const path = new URL(this.url).pathname;
+      this.addEventListener("open", () => open.add(path));
+      this.addEventListener("close", () => open.delete(path));
+    }
+  };
+})();
+"""
+
+
 def no_reload_marker(page: Page) -> None:
     """Mark the page's window: the mark survives anything but a reload or a navigation."""
     page.evaluate("window.__sameDocument = true")
@@ -150,8 +168,11 @@ def test_a_reviewer_revises_a_run_live_and_its_author_watches_it_succeed(
 def test_the_run_list_shows_a_new_run_and_its_status_without_reloading(login: Any) -> None:
     author = login("demo")
     runs = author.new_page()
+    runs.add_init_script(TRACK_SOCKETS)
     runs.goto("/runs/?recipe=creative-writing-qc")
     no_reload_marker(runs)
+    # The list learns of a new run only from its socket: it must be listening before the start.
+    runs.wait_for_function("window.__openSockets.has('/ws/runs/')")
 
     other = author.new_page()
     run_id = start_creative_writing_run(other)
