@@ -989,11 +989,13 @@
 
   /** Save the draft after any save in flight (each carries the revision the one before got). */
   function save(force) {
-    var mine = (saving || Promise.resolve()).then(function () { return saveNow(force); });
+    var run = function () { return saveNow(force); };
+    var mine = (saving || Promise.resolve(true)).then(run, run);
     saving = mine;
-    mine.then(function () {
+    var done = function () {
       if (saving === mine) saving = null;
-    });
+    };
+    mine.then(done, done);
     return mine;
   }
 
@@ -1003,7 +1005,7 @@
       if (!ok) return false;
       updateDirty();
       return app.dirty ? save(false) : true;
-    });
+    }, function () { return false; });
   }
 
   function saveNow(force) {
