@@ -5,9 +5,10 @@ generated requests, valid and invalid, to every operation with all its checks: n
 documented status codes, content types and headers, answers that match their schema, valid
 requests accepted and invalid ones refused, deleted objects gone, authentication enforced.
 It runs its examples, coverage, fuzzing and stateful phases with a fixed seed and a bounded
-number of examples per operation (`FUZZ_EXAMPLES`); raise it to fuzz longer:
+number of examples per operation (`FUZZ_EXAMPLES`); raise it to fuzz longer, and change the
+seed (`FUZZ_SEED`) to try other requests:
 
-    FUZZ_EXAMPLES=500 .venv/bin/python -m pytest tests/test_api_fuzz.py
+    FUZZ_EXAMPLES=500 FUZZ_SEED=7 .venv/bin/python -m pytest tests/test_api_fuzz.py
 
 Its settings are in tests/api_fuzz.toml (what the generated requests may hold, and the
 operations whose valid requests name server data that may not exist). The server runs on the
@@ -41,7 +42,7 @@ from tests.runner.worker_process import database_url
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = Path(__file__).with_name("api_fuzz.toml")
-SEED = 20261124
+SEED = int(os.environ.get("FUZZ_SEED", "20261124"))
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "50"))
 # Far above what the default run takes (one to two minutes): reaching it fails the test
 # instead of holding up the suite.

@@ -239,3 +239,23 @@ def test_a_replace_flag_that_says_no_keeps_the_draft(
     response = api.post(f"/api/recipes/import?replace={flag}", doc, format="json")
 
     assert response.status_code == 409
+
+
+def test_it_measures_text_as_sent_against_its_maximum_length(api: Any, recipe: Any) -> None:
+    # DRF would strip the control character first and let 500 characters through.
+    response = api.post("/api/recipes/short-story/publish", {"note": "\x1c" + "n" * 500})
+
+    assert response.status_code == 400
+    assert response.json() == {
+        "errors": ["note: Ensure this field has no more than 500 characters."]
+    }
+
+
+def test_text_that_must_not_be_blank_is_documented_as_holding_more_than_spaces(api: Any) -> None:
+    schema = yaml.safe_load(api.get("/api/schema/").content)
+    decision = schema["components"]["schemas"]["DecideInputRequest"]["properties"]["decision"]
+    output = schema["components"]["schemas"]["ErrorOutput"]["properties"]["detail"]
+
+    assert decision["pattern"] == r"\S"
+    assert not re.search(decision["pattern"], " \t ")
+    assert "pattern" not in output

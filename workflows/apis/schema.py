@@ -36,22 +36,26 @@ class ErrorOutput(serializers.Serializer):
 
 
 class StrictText:
-    """Refuse a number or a boolean where a serializer wants text, as the schema says.
+    """Hold text fields to what the schema says of the text sent: a string, `maxLength` long.
 
-    DRF's CharField turns `0` into `"0"`; a client that sends a number where the schema says
-    string has a bug worth hearing about. Mix in before the serializer class.
+    DRF's CharField turns `0` into `"0"`, and measures the length after stripping spaces; a
+    client that sends a number, or more than the schema allows, has a bug worth hearing
+    about. Mix in before the serializer class.
     """
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, Mapping):
-            refused = {
-                name: ["Not a valid string."]
-                for name, field in self.fields.items()  # type: ignore[attr-defined]
-                if isinstance(field, serializers.CharField)
-                and not field.read_only
-                and data.get(name) is not None
-                and not isinstance(data[name], str)
-            }
+            refused = {}
+            for name, field in self.fields.items():  # type: ignore[attr-defined]
+                value = data.get(name)
+                if not isinstance(field, serializers.CharField) or field.read_only:
+                    continue
+                if value is not None and not isinstance(value, str):
+                    refused[name] = ["Not a valid string."]
+                elif isinstance(value, str) and len(value) > (field.max_length or len(value)):
+                    refused[name] = [
+                        f"Ensure this field has no more than {field.max_length} characters."
+                    ]
             if refused:
                 raise serializers.ValidationError(refused)
         return super().to_internal_value(data)  # type: ignore[misc]
@@ -104,9 +108,27 @@ class AutoSchema(SpectacularAutoSchema):
         parsers: list[Any] = super().map_parsers()
         return [JSON] if JSON in parsers else parsers
 
+    def _map_basic_serializer(self, serializer: Any, direction: str) -> dict[str, Any]:
+        # The field validators below differ between requests and answers.
+        self._direction = direction
+        schema: dict[str, Any] = super()._map_basic_serializer(serializer, direction)
+        return schema
+
     def _insert_field_validators(self, field: Any, schema: dict[str, Any]) -> None:
         super()._insert_field_validators(field, schema)
-        if not getattr(field, "allow_blank", False) or schema.get("type") != "string":
+        if schema.get("type") != "string":
+            return
+        if (
+            getattr(self, "_direction", None) == "request"
+            and isinstance(field, serializers.CharField)
+            and field.trim_whitespace
+            and not field.allow_blank
+            and not field.read_only
+            and "pattern" not in schema
+        ):
+            # DRF strips spaces before it checks for blank text: spaces alone are blank.
+            schema["pattern"] = r"\S"
+        if not getattr(field, "allow_blank", False):
             return
         # Blank is allowed besides what the pattern or format describes (e.g. `api_key_env`).
         if "pattern" in schema:
