@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -160,8 +161,12 @@ def celery_worker(django_db_setup: None, django_db_blocker: Any) -> Iterator[Any
     celery_app.conf.task_always_eager = False
     with django_db_blocker.unblock():
         celery_app.control.purge()
+        root_level = logging.getLogger().level
         with start_worker(
             celery_app, pool="solo", perform_ping_check=False, shutdown_timeout=30
         ) as worker:
+            # Celery's set-up lowers the root logger to its own level (error): later tests
+            # that read warnings from the log would see them or not depending on test order.
+            logging.getLogger().setLevel(root_level)
             yield worker
             celery_app.control.purge()
