@@ -251,11 +251,28 @@ def test_it_measures_text_as_sent_against_its_maximum_length(api: Any, recipe: A
     }
 
 
-def test_text_that_must_not_be_blank_is_documented_as_holding_more_than_spaces(api: Any) -> None:
+@pytest.mark.parametrize(
+    ("text", "fits"),
+    [("approve", True), (" approve ", True), (" \t ", False), ("", False), ("ok\x00", False)],
+)
+def test_text_that_must_not_be_blank_is_documented_as_such(api: Any, text: str, fits: bool) -> None:
     schema = yaml.safe_load(api.get("/api/schema/").content)
     decision = schema["components"]["schemas"]["DecideInputRequest"]["properties"]["decision"]
-    output = schema["components"]["schemas"]["ErrorOutput"]["properties"]["detail"]
 
-    assert decision["pattern"] == r"\S"
-    assert not re.search(decision["pattern"], " \t ")
-    assert "pattern" not in output
+    assert bool(re.search(decision["pattern"], text)) is fits
+
+
+@pytest.mark.parametrize(("text", "fits"), [("", True), ("a note", True), ("a\x00note", False)])
+def test_text_is_documented_as_holding_no_nul(api: Any, text: str, fits: bool) -> None:
+    schema = yaml.safe_load(api.get("/api/schema/").content)
+    note = schema["components"]["schemas"]["PublishInputRequest"]["properties"]["note"]
+    [query] = [p for p in schema["paths"]["/api/recipes/"]["get"]["parameters"] if p["name"] == "q"]
+
+    assert bool(re.search(note["pattern"], text)) is fits
+    assert bool(re.search(query["schema"]["pattern"], text)) is fits
+
+
+def test_answers_are_documented_without_the_request_patterns(api: Any) -> None:
+    schema = yaml.safe_load(api.get("/api/schema/").content)
+
+    assert "pattern" not in schema["components"]["schemas"]["ErrorOutput"]["properties"]["detail"]

@@ -18,6 +18,11 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_
 from rest_framework import serializers
 
 JSON = "application/json"
+# Text the database can hold: no NUL (`workflows.validators.text_problem`; a lone surrogate has
+# no UTF-8 form, so JSON text cannot carry one either). Top-level text fields and query
+# parameters say so; the rule holds inside JSON objects too (see the API's description).
+TEXT = r"^[^\x00]*$"
+NOT_BLANK_TEXT = r"^[^\x00]*[^\s\x00][^\x00]*$"
 # A recipe in format v1, the components of which `recipe_components` adds to the schema.
 RECIPE_DOCUMENT = {"$ref": "#/components/schemas/RecipeDocument"}
 # The largest whole number `workflows.validators.whole_number` reads (18 digits).
@@ -103,6 +108,15 @@ class AutoSchema(SpectacularAutoSchema):
             responses.setdefault(str(code), self._get_response_for_code(answer, str(code)))
         return dict(sorted(responses.items()))
 
+    def _get_parameters(self) -> list[dict[str, Any]]:
+        parameters: list[dict[str, Any]] = super()._get_parameters()
+        for parameter in parameters:
+            schema = parameter.get("schema", {})
+            free_text = not {"pattern", "enum", "format"} & set(schema)
+            if parameter["in"] == "query" and schema.get("type") == "string" and free_text:
+                schema["pattern"] = TEXT
+        return parameters
+
     def map_parsers(self) -> list[Any]:
         # The API's contract is JSON; forms and uploads are documented where a view takes them.
         parsers: list[Any] = super().map_parsers()
@@ -121,13 +135,13 @@ class AutoSchema(SpectacularAutoSchema):
         if (
             getattr(self, "_direction", None) == "request"
             and isinstance(field, serializers.CharField)
-            and field.trim_whitespace
-            and not field.allow_blank
             and not field.read_only
             and "pattern" not in schema
+            and "format" not in schema
         ):
             # DRF strips spaces before it checks for blank text: spaces alone are blank.
-            schema["pattern"] = r"\S"
+            blank = field.trim_whitespace and not field.allow_blank
+            schema["pattern"] = NOT_BLANK_TEXT if blank else TEXT
         if not getattr(field, "allow_blank", False):
             return
         # Blank is allowed besides what the pattern or format describes (e.g. `api_key_env`).
