@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group
+from django.utils import timezone
 
+from config.celery import app as celery_app
 from runner.models import Run
 from tests.factories import ActorFactory, GroupFactory, UserFactory
 from workflows.models import Recipe
@@ -179,6 +182,21 @@ def story_recipe(owner: Any, editors: Group) -> Recipe:
 @pytest.fixture
 def worker(celery_worker: Any, transactional_db: None) -> Any:
     return celery_worker
+
+
+@pytest.fixture
+def runs_settled(transactional_db: None) -> Iterator[None]:
+    """After the test, drop queued messages and wait until no worker holds a run's lease, so
+    that the module's worker is not writing while the test's database is flushed."""
+    yield
+    celery_app.control.purge()
+    deadline = time.monotonic() + 20
+    quiet = 0
+    while quiet < 3 and time.monotonic() < deadline:
+        leased = Run.objects.filter(lease_expires_at__gt=timezone.now()).exists()
+        quiet = 0 if leased else quiet + 1
+        celery_app.control.purge()  # what a commit handed back meanwhile
+        time.sleep(0.05)
 
 
 def wait_for(run: Run, *statuses: str, timeout: float = 20) -> Run:

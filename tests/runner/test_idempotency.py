@@ -18,7 +18,7 @@ from tests.runner.conftest import STORY, story_document, wait_for
 from workflows.models import Recipe
 from workflows.services import recipe_import, recipe_publish
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("runs_settled")]
 
 SCRIPT = {"writer": [STORY], "judge": ["2"]}
 
@@ -153,6 +153,7 @@ def test_a_repeated_decision_returns_the_first_answer(
     assert (first.status_code, again.status_code, other.status_code) == (200, 200, 409)
     assert again.json() == first.json()
     assert HumanTask.objects.get(pk=task.pk).decision == "reject"
+    assert wait_for(run, RunStatus.ENDED).status == RunStatus.ENDED
     assert RunEvent.objects.filter(run=run, type="human_task.decided").count() == 1
 
 

@@ -23,7 +23,7 @@ from runner.tasks import RETRY_MAX_S, advance_run, retry_delay
 from tests.runner.conftest import STORY, wait_for
 from workflows.models import Recipe
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("runs_settled")]
 
 SCRIPT = {"writer": [STORY], "judge": ["2"]}  # the judge sends the story to the reviewers
 
@@ -172,9 +172,14 @@ def test_a_decision_is_a_success_when_the_broker_is_down(
 
 
 def test_a_retried_task_takes_back_its_own_live_lease(story_recipe: Recipe, owner: Any) -> None:
-    run = services.run_start(user=owner, recipe=story_recipe, inputs={"topic": "owls"})
-    Run.objects.filter(pk=run.pk).update(
+    # No message is sent: the module's worker must not take the run.
+    run = Run.objects.create(
+        recipe=story_recipe,
+        version=story_recipe.latest_version,
+        created_by=owner,
+        inputs={"topic": "owls"},
         status=RunStatus.RUNNING,
+        next={"step": "write"},
         lease_token="held-by-the-interrupted-task",
         lease_expires_at=timezone.now() + timedelta(seconds=30),
     )
