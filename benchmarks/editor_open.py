@@ -17,17 +17,19 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.live_server import LiveServer  # noqa: E402
+
 CHROMIUM = "/usr/bin/chromium"
 PASSWORD = "bench-password-123"
 
@@ -75,12 +77,6 @@ def recipe_document(steps: int) -> dict[str, Any]:
     }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def prepare(env: dict[str, str], steps: int) -> None:
     """Migrate the throwaway database and create the user, the actor and the recipe."""
     script = f"""
@@ -103,19 +99,6 @@ def json_document(steps: int) -> str:
     import json
 
     return json.dumps(recipe_document(steps))
-
-
-def wait_for_server(url: str, process: subprocess.Popen[bytes], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"the server stopped (exit {process.returncode})")
-        try:
-            urllib.request.urlopen(url + "/login/", timeout=2).read()
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise SystemExit("the server did not start")
 
 
 def measure(url: str, runs: int) -> tuple[list[float], dict[str, Any]]:
@@ -197,8 +180,6 @@ def main() -> int:
         print("static/vendor is missing: run `make vendor` first", file=sys.stderr)
         return 2
     workdir = Path(tempfile.mkdtemp(prefix="editor-bench-"))
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
     env = {
         **os.environ,
         "DEBUG": "1",
@@ -211,28 +192,11 @@ def main() -> int:
     server = None
     try:
         prepare(env, args.steps)
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "config.asgi:application",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        wait_for_server(url, server)
-        timings, extra = measure(url, args.runs)
+        server = LiveServer(env, verbosity=0).start().wait_ready(timeout=30)
+        timings, extra = measure(server.url, args.runs)
     finally:
         if server is not None:
-            server.terminate()
-            server.wait(timeout=10)
+            server.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     median = statistics.median(timings)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")

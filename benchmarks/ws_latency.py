@@ -25,10 +25,10 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from tests.live_server import LiveServer  # noqa: E402
 
 TARGET_P95_MS = 10.0
 DATABASE = "branchline_bench_ws"
@@ -81,43 +83,6 @@ def drop_database(admin_url: str) -> None:
 
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_server(port: int, log: Path) -> subprocess.Popen[bytes]:
-    with log.open("wb") as out:
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-v",
-                "0",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "config.asgi:application",
-            ],
-            env=os.environ.copy(),
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return server
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"daphne did not start:\n{log.read_text()[-2000:]}") from None
-            time.sleep(0.1)
 
 
 # --- the websocket client (its own process, like a browser) -----------------------------------
@@ -274,13 +239,12 @@ def main() -> None:
         from django.core.management import call_command
 
         call_command("migrate", verbosity=0)
-        port = free_port()
-        server = start_server(port, Path("/tmp") / f"bench-ws-daphne-{port}.log")
-        delays = measure(port, args.events)
+        server = LiveServer(os.environ, log=Path(tempfile.mkdtemp()) / "daphne.log", verbosity=0)
+        server.start().wait_ready()
+        delays = measure(server.port, args.events)
     finally:
         if server is not None:
-            server.terminate()
-            server.wait(timeout=10)
+            server.stop()
         from django.db import connections
 
         connections.close_all()

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -37,6 +36,7 @@ from django.db import connection
 from rest_framework.authtoken.models import Token
 
 from tests.factories import ActorFactory, GroupFactory, UserFactory
+from tests.live_server import LiveServer
 from tests.runner.conftest import story_document
 from tests.runner.worker_process import database_url
 
@@ -73,12 +73,6 @@ class LiveApi:
         )
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.loads(response.read() or "null")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def server_database_url() -> str:
@@ -147,7 +141,6 @@ def fuzz_config(api: LiveApi, path: Path) -> Path:
 def live_api(transactional_db: None, tmp_path: Path) -> Iterator[LiveApi]:
     """Serve the app with daphne on the test database, seeded; stop it before the flush."""
     token = seed_user()
-    port = free_port()
     env = {
         **os.environ,
         "DATABASE_URL": server_database_url(),
@@ -160,43 +153,10 @@ def live_api(transactional_db: None, tmp_path: Path) -> Iterator[LiveApi]:
     # The embedded worker and the in-memory layer: nothing reaches another test's broker.
     env.pop("REDIS_URL", None)
     log = tmp_path / "daphne.log"
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "config.asgi:application",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    api = LiveApi(url=f"http://127.0.0.1:{port}", token=token, log=log)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"daphne did not start:\n{log.read_text()}") from None
-                time.sleep(0.1)
+    with LiveServer(env, log=log) as server:
+        api = LiveApi(url=server.url, token=token, log=log)
         seed_through_api(api)
         yield api
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=10)
 
 
 def test_the_api_keeps_every_promise_of_its_schema(live_api: LiveApi, tmp_path: Path) -> None:

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tests.live_server import LiveServer, free_port
 from tests.runner.providers.stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,12 +58,6 @@ class AppServer:
             text=True,
         )
         return done.stdout
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="session")
@@ -107,43 +100,8 @@ def app_server(
     server.manage("migrate", "--noinput", "-v0")
     server.manage("seed_demo")
     server.manage("shell", "-c", SET_PASSWORDS.format(passwords=server.passwords))
-    with server.log.open("w") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "config.asgi:application",
-            ],
-            env=env,
-            cwd=ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"the server did not start:\n{server.log.read_text()[-3000:]}"
-                    ) from None
-                time.sleep(0.1)
+    with LiveServer(env, log=server.log, port=port):
         yield server
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
 
 
 @pytest.fixture(scope="session")

@@ -10,100 +10,35 @@ those take them.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from config.celery import app as celery_app
-from tests.runner.worker_process import QUEUE, ROOT, database_url, worker_env
+from tests.live_server import LiveServer, free_port
+from tests.runner.worker_process import QUEUE, database_url, worker_env
 
 SERVER_APPLICATION_NAME = "branchline-test-server"
-# Connections the kernel holds for daphne until it accepts them (`-b`/`-p` leave Twisted's 50):
-# a burst of new connections beyond that overflows into SYN cookies, and some are reset.
-LISTEN_BACKLOG = 1024
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class ServerProcess:
-    """One daphne process on 127.0.0.1, in a process group of its own; `env` adds settings."""
+class ServerProcess(LiveServer):
+    """One daphne process on the test database and broker; `env` adds settings."""
 
     def __init__(self, log_dir: Path, **env: Any) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = log_dir / f"daphne-{self.port}.log"
-        self.env = worker_env(
-            DATABASE_URL=database_url(SERVER_APPLICATION_NAME),
-            DEBUG="0",
-            EMBEDDED_WORKER="0",
-            LOG_LEVEL="WARNING",
-            **env,
+        port = free_port()
+        super().__init__(
+            worker_env(
+                DATABASE_URL=database_url(SERVER_APPLICATION_NAME),
+                DEBUG="0",
+                EMBEDDED_WORKER="0",
+                LOG_LEVEL="WARNING",
+                **env,
+            ),
+            log=log_dir / f"daphne-{port}.log",
+            port=port,
+            module=["tests.runner.server_process", QUEUE],
+            verbosity=0,
         )
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> ServerProcess:
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "tests.runner.server_process",
-                    QUEUE,
-                    "-v",
-                    "0",
-                    "-e",
-                    f"tcp:port={self.port}:interface=127.0.0.1:backlog={LISTEN_BACKLOG}",
-                    "config.asgi:application",
-                ],
-                cwd=ROOT,
-                env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        return self
-
-    @property
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def wait_ready(self, timeout: float = 60) -> ServerProcess:
-        """Wait until the server accepts connections on its port."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self.alive:
-                raise AssertionError(f"daphne exited:\n{self.log_tail()}")
-            with (
-                contextlib.suppress(OSError),
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2),
-            ):
-                return self
-            time.sleep(0.1)
-        raise AssertionError(f"daphne did not start:\n{self.log_tail()}")
-
-    def kill(self) -> None:
-        if self.process is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-    def log_tail(self, lines: int = 60) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return "(no log)"
-        return "\n".join(text.splitlines()[-lines:])
 
 
 def main(argv: list[str]) -> None:

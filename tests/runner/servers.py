@@ -33,7 +33,7 @@ import psycopg
 import pytest
 from celery import Celery
 
-from tests.runner.server_process import free_port
+from tests.live_server import free_port
 from tests.runner.worker_process import QUEUE, ROOT, WorkerProcess
 
 PG_BIN_DIRS = sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 from collections.abc import AsyncIterator
 from typing import Any
@@ -21,6 +20,7 @@ from runner.consumers import RunEventsConsumer
 from runner.models import HumanTask, Run, StepRun
 from runner.status import RunStatus, StepStatus
 from tests.factories import GroupFactory, UserFactory
+from tests.live_server import free_port
 from workflows.models import Recipe
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -492,9 +492,7 @@ async def test_it_closes_on_a_binary_frame(owner: Any) -> None:
 async def test_it_asks_to_try_again_later_while_the_layers_redis_is_unreachable(
     story_recipe: Recipe, owner: Any, settings: Any
 ) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # nothing listens there once closed
+    port = free_port()  # nothing listens there
     settings.CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",

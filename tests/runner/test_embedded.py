@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.live_server import LiveServer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,12 +38,6 @@ print(json.dumps({"token": Token.objects.create(user=owner).key, "left_over": le
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def embedded_server(tmp_path: Path) -> Iterator[dict[str, Any]]:
     env = {
@@ -64,37 +59,8 @@ def embedded_server(tmp_path: Path) -> Iterator[dict[str, Any]]:
         text=True,
     ).stdout
     setup = json.loads(out.strip().splitlines()[-1])
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "daphne",
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "config.asgi:application",
-        ],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            raise AssertionError("the server did not start")
-        yield {"url": f"http://127.0.0.1:{port}", **setup}
-    finally:
-        server.kill()
-        server.wait(timeout=10)
+    with LiveServer(env, log=tmp_path / "daphne.log") as server:
+        yield {"url": server.url, **setup}
 
 
 def api(server: dict[str, Any], method: str, path: str, body: Any = None) -> Any:

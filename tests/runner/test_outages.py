@@ -20,6 +20,7 @@ from runner import execution, maintenance, outages, services
 from runner.models import Run
 from runner.status import RunStatus
 from runner.tasks import RETRY_MAX_S, advance_run, retry_delay
+from tests.live_server import free_port
 from tests.runner.conftest import STORY, wait_for
 from workflows.models import Recipe
 
@@ -65,12 +66,6 @@ def broker() -> Iterator[BrokerSwitch]:
     switch.restore()
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])  # nothing listens there once the socket is closed
-
-
 @pytest.fixture
 def frozen_redis() -> Iterator[int]:
     """A port that accepts connections and never answers, as a Redis stopped with SIGSTOP."""
@@ -107,7 +102,7 @@ def client(user: Any) -> APIClient:
 def test_a_run_start_is_a_success_when_the_broker_is_down(
     story_recipe: Recipe, owner: Any, broker: BrokerSwitch
 ) -> None:
-    broker.point_at(f"redis://127.0.0.1:{closed_port()}/0")
+    broker.point_at(f"redis://127.0.0.1:{free_port()}/0")
 
     answer = client(owner).post(
         f"/api/recipes/{story_recipe.slug}/runs", {"inputs": {"topic": "owls"}}, format="json"
@@ -140,7 +135,7 @@ def test_a_run_start_does_not_wait_on_a_frozen_broker(
 def test_the_reaper_sends_a_run_whose_message_did_not_leave(
     worker: Any, story_recipe: Recipe, owner: Any, broker: BrokerSwitch
 ) -> None:
-    broker.point_at(f"redis://127.0.0.1:{closed_port()}/0")
+    broker.point_at(f"redis://127.0.0.1:{free_port()}/0")
     run = services.run_start(
         user=owner, recipe=story_recipe, inputs={"topic": "owls"}, script=SCRIPT
     )
@@ -160,7 +155,7 @@ def test_a_decision_is_a_success_when_the_broker_is_down(
         user=owner, recipe=story_recipe, inputs={"topic": "owls"}, script=SCRIPT
     )
     task = wait_for(run, RunStatus.WAITING_HUMAN).tasks.get()
-    broker.point_at(f"redis://127.0.0.1:{closed_port()}/0")
+    broker.point_at(f"redis://127.0.0.1:{free_port()}/0")
 
     answer = client(reviewer).post(
         f"/api/tasks/{task.pk}/decide", {"decision": "approve"}, format="json"

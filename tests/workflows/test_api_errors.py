@@ -29,19 +29,13 @@ from rest_framework.views import APIView
 from config.middleware import RETRY_AFTER_SECONDS
 from config.urls import handler400, handler403, handler404, handler500
 from tests.conftest import api_client
+from tests.live_server import free_port
 
 SECRET = "hunter2-in-the-error"
 POSTGRES = connection.vendor == "postgresql"
 
 # --------------------------------------------------------------------------------------------
 # Views that fail for real, served by this module as the URLconf (next to the whole site)
-
-
-def free_port() -> int:
-    """Return a local TCP port that nothing listens on."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def fail(kind: str) -> None:
