@@ -26,7 +26,7 @@ from editor.forms import (
     StorableJSONField,
 )
 from editor.models import RecipeTest
-from editor.views.testing import TestRunForm
+from editor.views import testing
 from runner.models import HumanTask, Run
 from tests.editor.conftest import draft, htmx_post, story_document
 from tests.editor.test_runs_pages import start
@@ -307,7 +307,7 @@ def test_a_condition_keeps_no_unstorable_fields_the_page_carries() -> None:
 def test_a_test_run_refuses_an_object_input_holding_unstorable_text() -> None:
     document = {"inputs": {"meta": {"type": "object", "required": True}}, "actors": {}}
 
-    form = TestRunForm({"input_meta": '{"k": "\\u0000"}'}, document=document)
+    form = testing.TestRunForm({"input_meta": '{"k": "\\u0000"}'}, document=document)
 
     assert not form.is_valid()
     assert form.errors["input_meta"] == [f"k: {NUL}"]
