@@ -48,7 +48,7 @@ def advance(run_id: int, *, time_slice: float | None = None, resume_token: str =
     try:
         claim = claim_next_step(run_id, resume_token=resume_token)
     except DATABASE_ERRORS as exc:
-        raise Interrupted(run_id, "") from exc
+        raise Interrupted(run_id, resume_token) from exc  # still ours to take back
     if claim is None:
         return
     # One lease token for the slice: each commit checks it together with the step's seq.

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from celery.contrib.testing.worker import start_worker
 from django.contrib.auth.models import Group
+from django.db import connection
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 from rest_framework.test import APIClient
@@ -26,6 +27,7 @@ from tests.factories import (
     UserFactory,
     recipe_document,
 )
+from tests.live_server import free_port
 from workflows.models import Actor, Recipe
 from workflows.services import recipe_import
 
@@ -170,3 +172,33 @@ def celery_worker(django_db_setup: None, django_db_blocker: Any) -> Iterator[Any
             logging.getLogger().setLevel(root_level)
             yield worker
             celery_app.control.purge()
+
+
+@pytest.fixture
+def database_down(transactional_db: None) -> Iterator[None]:
+    """Point the default database at something that refuses connections, then restore it."""
+    settings_dict = connection.settings_dict
+    saved = {key: settings_dict[key] for key in ("NAME", "HOST", "PORT")}
+    saved_options = dict(settings_dict["OPTIONS"])
+    reconnect()
+    if connection.vendor == "postgresql":
+        settings_dict["PORT"] = str(free_port())
+        if "pool" in saved_options:
+            # The pool waits this long for a connection before it gives up (PoolTimeout).
+            settings_dict["OPTIONS"] = {**saved_options, "pool": {**saved_options["pool"]}}
+            settings_dict["OPTIONS"]["pool"].update(min_size=0, timeout=1)
+    else:
+        settings_dict["NAME"] = "/nonexistent/branchline/db.sqlite3"
+    try:
+        yield
+    finally:
+        reconnect()
+        settings_dict.update(saved)
+        settings_dict["OPTIONS"] = saved_options
+
+
+def reconnect() -> None:
+    """Drop this thread's database connection (and the pool's), so the next query connects anew."""
+    connection.close()
+    if connection.vendor == "postgresql":
+        connection.close_pool()

@@ -192,7 +192,8 @@ def runs_settled(transactional_db: None) -> Iterator[None]:
     celery_app.control.purge()
     deadline = time.monotonic() + 20
     quiet = 0
-    while quiet < 3 and time.monotonic() < deadline:
+    while quiet < 3:
+        assert time.monotonic() < deadline, "a run's lease is still held 20 s after the test"
         leased = Run.objects.filter(lease_expires_at__gt=timezone.now()).exists()
         quiet = 0 if leased else quiet + 1
         celery_app.control.purge()  # what a commit handed back meanwhile

@@ -184,6 +184,12 @@ def test_a_retried_task_takes_back_its_own_live_lease(story_recipe: Recipe, owne
     claim = execution.claim_next_step(run.pk, resume_token="held-by-the-interrupted-task")
     assert claim is not None
     assert claim.step.key == "write"
+    release(run)
+
+
+def release(run: Run) -> None:
+    """Drop the lease a test took by hand: no worker is running the step."""
+    Run.objects.filter(pk=run.pk).update(lease_token="", lease_expires_at=None)
 
 
 def test_retries_back_off_to_a_few_seconds() -> None:
@@ -244,3 +250,26 @@ def test_the_reaper_sends_every_waiting_run_once_redis_lost_its_queues(
     assert maintenance.reap() == 1
     assert Run.objects.get(pk=queued.pk).enqueued_at is not None
     assert maintenance.reap() == 0
+
+
+def test_a_retry_that_meets_the_outage_again_keeps_the_lease_it_may_take_back(
+    story_recipe: Recipe, owner: Any, request: pytest.FixtureRequest
+) -> None:
+    run = Run.objects.create(
+        recipe=story_recipe,
+        version=story_recipe.latest_version,
+        created_by=owner,
+        inputs={"topic": "owls"},
+        status=RunStatus.RUNNING,
+        next={"step": "write"},
+        lease_token="held-by-the-interrupted-task",
+        lease_expires_at=timezone.now() + timedelta(seconds=30),
+    )
+    request.addfinalizer(lambda: release(run))  # runs once the database is back
+    request.getfixturevalue("database_down")
+
+    with pytest.raises(execution.Interrupted) as interrupted:
+        execution.advance(run.pk, resume_token="held-by-the-interrupted-task")
+
+    # The next retry, once the database is back, still takes the step at once.
+    assert interrupted.value.token == "held-by-the-interrupted-task"

@@ -28,7 +28,7 @@ from rest_framework.views import APIView
 
 from config.middleware import RETRY_AFTER_SECONDS
 from config.urls import handler400, handler403, handler404, handler500
-from tests.conftest import api_client
+from tests.conftest import api_client, reconnect
 from tests.live_server import free_port
 
 SECRET = "hunter2-in-the-error"
@@ -275,35 +275,6 @@ def test_a_disallowed_host_under_the_api_is_a_json_400(client_: Client) -> None:
 
 
 @pytest.fixture
-def database_down(transactional_db: None) -> Iterator[None]:
-    """Point the default database at something that refuses connections, then restore it."""
-    settings_dict = connection.settings_dict
-    saved = {key: settings_dict[key] for key in ("NAME", "HOST", "PORT")}
-    saved_options = dict(settings_dict["OPTIONS"])
-    _reconnect()
-    if POSTGRES:
-        settings_dict["PORT"] = str(free_port())
-        if "pool" in saved_options:
-            # The pool waits this long for a connection before it gives up (PoolTimeout).
-            settings_dict["OPTIONS"] = {**saved_options, "pool": {**saved_options["pool"]}}
-            settings_dict["OPTIONS"]["pool"].update(min_size=0, timeout=1)
-    else:
-        settings_dict["NAME"] = "/nonexistent/branchline/db.sqlite3"
-    try:
-        yield
-    finally:
-        _reconnect()
-        settings_dict.update(saved)
-        settings_dict["OPTIONS"] = saved_options
-
-
-def _reconnect() -> None:
-    connection.close()
-    if POSTGRES:
-        connection.close_pool()
-
-
-@pytest.fixture
 def token(transactional_db: None, user: Any) -> str:
     return Token.objects.create(user=user).key
 
@@ -369,7 +340,7 @@ def test_too_many_connections_is_a_503(
 ) -> None:
     settings_dict = connection.settings_dict
     saved_user, saved_options = settings_dict["USER"], settings_dict["OPTIONS"]
-    _reconnect()
+    reconnect()
     # Without the pool: the driver's own error, as a worker process sees it (the pool turns
     # every failure to connect into a PoolTimeout, tested above).
     settings_dict["USER"] = limited_role
@@ -381,7 +352,7 @@ def test_too_many_connections_is_a_503(
     finally:
         connection.close()
         settings_dict["USER"], settings_dict["OPTIONS"] = saved_user, saved_options
-        _reconnect()
+        reconnect()
 
     assert_json_error(response, 503)
 
