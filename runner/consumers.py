@@ -46,7 +46,7 @@ from workflows.validators import whole_number
 from . import events
 from .human import task_payload
 from .models import Run, RunEvent
-from .outages import BROKER_ERRORS
+from .outages import BROKER_ERRORS, DATABASE_ERRORS
 from .selectors import runs_visible_to, tasks_for_reviewer
 from .status import TERMINAL
 
@@ -81,8 +81,8 @@ async def _keep_listening(layer: Any) -> None:
     """
     loop = asyncio.get_running_loop()
     if loop not in _listening:
+        await layer.new_channel("keep-listening.")  # if Redis is away, the next connect tries
         _listening.add(loop)
-        await layer.new_channel("keep-listening.")
 
 
 class _CatchUp:
@@ -113,12 +113,16 @@ class _CatchUp:
                 continue
             try:
                 latest = await _latest_event_seqs(list(self.watchers))
-                for run_id, seq in latest.items():
-                    for consumer in list(self.watchers.get(run_id, ())):
-                        if consumer.last_seq < seq:
-                            await consumer.catch_up()
             except Exception:  # the database may be down too: try again next round
                 log.warning("catching up run monitors failed", exc_info=True)
+                continue
+            for run_id, seq in latest.items():
+                for consumer in list(self.watchers.get(run_id, ())):
+                    if consumer.last_seq < seq:
+                        try:
+                            await consumer.catch_up()
+                        except Exception:  # this client's socket or query; the others go on
+                            log.warning("catching up run %s failed", run_id, exc_info=True)
 
 
 @database_sync_to_async
@@ -141,14 +145,13 @@ def _catch_up() -> _CatchUp:
 
 class _Consumer(AsyncJsonWebsocketConsumer):
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        """Serve the socket; while the channel layer's Redis is unreachable, close it with "try
-        again later" (the client reconnects and replays) instead of failing with a 500."""
+        """Serve the socket; while the channel layer's Redis or the database is unreachable,
+        close it with "try again later" (the client reconnects and replays) instead of failing
+        with a 500."""
         try:
             await super().__call__(scope, receive, send)
-        except BROKER_ERRORS as exc:
-            log.warning(
-                "websocket %s closed: the channel layer is unreachable (%s)", scope["path"], exc
-            )
+        except (*BROKER_ERRORS, *DATABASE_ERRORS) as exc:
+            log.warning("websocket %s closed: a service is unreachable (%s)", scope["path"], exc)
             with suppress(Exception):  # the socket may be gone already
                 await send({"type": "websocket.close", "code": CLOSE_TRY_AGAIN_LATER})
 
@@ -165,7 +168,7 @@ class _Consumer(AsyncJsonWebsocketConsumer):
             return
         try:
             content = json.loads(text_data)
-        except ValueError:
+        except (ValueError, RecursionError):  # deep nesting fits in a small frame
             await self.close(code=CLOSE_NOT_JSON)
             return
         await self.receive_json(content, **kwargs)
@@ -229,13 +232,16 @@ class RunEventsConsumer(_Consumer):
         await self.accept()
         self.replay_task = asyncio.create_task(self._replay())
 
-    async def disconnect(self, code: int) -> None:
+    async def websocket_disconnect(self, message: dict[str, Any]) -> None:
+        """Stop the replay and leave the catch-up first: leaving the groups needs Redis, which
+        may be the reason the client went."""
         task = getattr(self, "replay_task", None)
         if task is not None and not task.done():
             task.cancel()
         catch_up = _catch_ups.get(asyncio.get_running_loop())
         if catch_up is not None:
             catch_up.discard(self)
+        await super().websocket_disconnect(message)
 
     async def _replay(self) -> None:
         try:

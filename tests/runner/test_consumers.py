@@ -456,6 +456,7 @@ async def test_a_caught_up_event_is_not_sent_again_when_its_push_arrives_late(
     [
         ("/ws/runs/", "not json", consumers.CLOSE_NOT_JSON),
         ("/ws/runs/", "{", consumers.CLOSE_NOT_JSON),
+        ("/ws/runs/", "[" * 2000 + "]" * 2000, consumers.CLOSE_NOT_JSON),
         ("/ws/runs/", '{"watch": [1]}' + " " * 5000, consumers.CLOSE_TOO_BIG),
         ("/ws/runs/", '"watch"', consumers.CLOSE_BAD_REQUEST),
         ("/ws/runs/", '{"watch": 1}', consumers.CLOSE_BAD_REQUEST),
@@ -504,3 +505,22 @@ async def test_it_asks_to_try_again_later_while_the_layers_redis_is_unreachable(
     _, connected, code = await connect(f"/ws/runs/{run.pk}/", owner)
 
     assert (connected, code) == (False, consumers.CLOSE_TRY_AGAIN_LATER)
+
+
+async def test_a_monitor_that_leaves_while_redis_is_away_is_no_longer_caught_up(
+    story_recipe: Recipe, owner: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = await sync_to_async(new_run)(story_recipe, owner)
+    communicator, connected, _ = await connect(f"/ws/runs/{run.pk}/", owner)
+    assert connected
+    assert (await communicator.receive_json_from(timeout=5))["type"] == "replayed"
+    catch_up = consumers._catch_ups[asyncio.get_running_loop()]
+    assert run.pk in catch_up.watchers
+
+    async def unreachable(*args: Any) -> None:
+        raise ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(get_channel_layer(), "group_discard", unreachable)
+    await communicator.disconnect()
+
+    assert run.pk not in catch_up.watchers
