@@ -14,6 +14,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
+from config.middleware import RefuseUnstorableCredentials  # noqa: E402
 from runner.routing import websocket_urlpatterns  # noqa: E402
 
 if settings.EMBEDDED_WORKER:
@@ -25,7 +26,7 @@ application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+            RefuseUnstorableCredentials(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
         ),
     }
 )

@@ -28,6 +28,7 @@ from django.core import signals
 from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
 from django.core.handlers.exception import response_for_exception
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http.cookie import parse_cookie
 from django.http.multipartparser import MultiPartParserError
 from django.template.loader import render_to_string
 from django.views import defaults
@@ -143,10 +144,42 @@ def _reads_form(request: HttpRequest) -> bool:
 def _unstorable_text(request: HttpRequest) -> list[str]:
     if problem := text_problem(request.path_info):
         return [f"$: the address {problem}"]
-    errors = fields_errors(request.GET)
+    # Credentials are looked up in the database too (a quoted cookie may even spell a NUL as
+    # an octal escape), before any view runs.
+    errors = credential_errors(request.COOKIES, request.headers.get("Authorization", ""))
+    errors += fields_errors(request.GET)
     if _reads_form(request):
         errors += fields_errors(request.POST)
     return errors
+
+
+def credential_errors(cookies: dict[str, str], authorization: str) -> list[str]:
+    """Return `where: problem` for cookies and an Authorization value the database cannot hold."""
+    errors = [
+        f"cookies.{name}: {problem}"
+        for name, value in cookies.items()
+        if (problem := text_problem(name + value))
+    ]
+    if problem := text_problem(authorization):
+        errors.append(f"headers.Authorization: {problem}")
+    return errors
+
+
+class RefuseUnstorableCredentials:
+    """ASGI middleware for websockets: refuse, before the session is looked up, a handshake
+    whose cookies or Authorization hold text the database cannot hold (close 4400)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> Any:
+        headers = dict(scope.get("headers", ()))
+        cookies = parse_cookie(headers.get(b"cookie", b"").decode("latin-1"))
+        authorization = headers.get(b"authorization", b"").decode("latin-1")
+        if credential_errors(cookies, authorization):
+            await send({"type": "websocket.close", "code": 4400})
+            return None
+        return await self.app(scope, receive, send)
 
 
 def _outage(exc: BaseException) -> str | None:

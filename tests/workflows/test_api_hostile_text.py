@@ -9,9 +9,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from channels.testing import WebsocketCommunicator
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
 from rest_framework.test import APIClient
 
+from config.asgi import application
 from runner import services
 from runner.models import HumanTask, Run, StepRun
 from runner.status import StepStatus
@@ -251,3 +254,41 @@ def test_a_recipe_file_with_unstorable_text_is_refused_with_its_path(
 
     assert response.status_code == 400, response.content
     assert error in response.json()["errors"]
+
+
+@pytest.mark.parametrize("url", ["/api/runs/", "/runs/", "/login/"])
+@pytest.mark.parametrize(
+    ("headers", "where"),
+    [
+        # Django reads an octal escape inside a quoted cookie: all ASCII, yet a NUL.
+        ({"HTTP_COOKIE": 'sessionid="abcdefgh\\000ijkl"'}, "cookies.sessionid"),
+        ({"HTTP_AUTHORIZATION": "Token abcdefgh\x00ijkl"}, "headers.Authorization"),
+    ],
+)
+def test_it_refuses_a_nul_in_the_credentials_before_looking_them_up(
+    db: None, url: str, headers: dict[str, str], where: str
+) -> None:
+    client = Client(raise_request_exception=False)
+
+    response = client.get(url, **headers)
+
+    assert response.status_code == 400
+    assert f"{where}: contains a NUL character" in response.content.decode()
+
+
+async def test_a_websocket_with_a_nul_in_its_cookie_is_refused_before_the_session(
+    transactional_db: None,
+) -> None:
+    communicator = WebsocketCommunicator(
+        application,
+        "/ws/runs/",
+        headers=[
+            (b"origin", b"http://localhost"),
+            (b"host", b"localhost"),
+            (b"cookie", b'sessionid="abcdefgh\\000ijkl"'),
+        ],
+    )
+
+    connected, code = await communicator.connect()
+
+    assert (connected, code) == (False, 4400)
