@@ -606,24 +606,26 @@ CUT = f" (in the first {MAX_TEXT_CHARS} of {MAX_TEXT_CHARS + 6} characters)"
     ("when", "text", "matched", "reason"),
     [
         (_pattern("regex_match", "needle"), LONG + "needle", False, f"regex did not match{CUT}"),
-        (_pattern("regex_not_match", "needle"), LONG + "needle", True, f"regex did not match{CUT}"),
+        # Not found in what was read is no proof of absence: a safety branch is not bypassed.
+        (
+            _pattern("regex_not_match", "needle"),
+            LONG + "needle",
+            False,
+            f"regex did not match{CUT}; the rest was not read, so not proven",
+        ),
         (
             _pattern("regex_match", "x{3}"),
             LONG + "needle",
             True,
             f'regex matched "xxx" at 0{CUT}',
         ),
-        (
-            _pattern("contains", "needle"),
-            LONG + "needle",
-            False,
-            f'response does not contain "needle"{CUT}',
-        ),
+        # A substring search is linear: it reads the whole text.
+        (_pattern("contains", "needle"), LONG + "needle", True, 'response contains "needle"'),
         (
             _pattern("not_contains", "NEEDLE", flags="i"),
             LONG + "needle",
-            True,
-            f'response does not contain "needle"{CUT}',
+            False,
+            'response contains "needle"',
         ),
         # `equals` compares the whole text: a cut one would equal what the response is not.
         (
@@ -640,7 +642,7 @@ CUT = f" (in the first {MAX_TEXT_CHARS} of {MAX_TEXT_CHARS + 6} characters)"
         ),
     ],
 )
-def test_patterns_read_the_first_characters_of_a_long_text_and_say_so(
+def test_regexes_read_the_first_characters_of_a_long_text_and_say_so(
     when: dict[str, Any], text: str, matched: bool, reason: str
 ) -> None:
     assert evaluate_condition(condition(when), EvalContext(text=text)) == (matched, reason)

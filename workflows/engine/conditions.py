@@ -78,9 +78,9 @@ class EvalContext:
         return f" (in the first {MAX_TEXT_CHARS} of {len(self.text)} characters)"
 
     def folded(self) -> str:
-        """Return the case-folded scanned text (computed once) for case-insensitive checks."""
+        """Return the case-folded text (computed once) for case-insensitive substring checks."""
         if self._folded is None:
-            self._folded = self.scanned().casefold()
+            self._folded = self.text.casefold()
         return self._folded
 
     def encoded(self) -> bytes:
@@ -259,13 +259,17 @@ def _pattern_match(cond: Condition, prepared: Any, ctx: EvalContext) -> tuple[bo
     if op in ("regex_match", "regex_not_match"):
         pattern: Pattern = prepared
         found = pattern.search_encoded(ctx.encoded(), ctx.scanned())
+        if found is None and note and op == "regex_not_match":
+            # The rest was not read: a match there cannot be ruled out.
+            return False, f"regex did not match{note}; the rest was not read, so not proven"
         if found is None:
             return op == "regex_not_match", f"regex did not match{note}"
         return op == "regex_match", f"regex matched {_quote(found.text)} at {found.start}{note}"
+    # A substring search is linear: it reads the whole text.
     needle, fold = prepared
-    if needle in (ctx.folded() if fold else ctx.scanned()):
-        return op == "contains", f"response contains {_quote(needle)}{note}"
-    return op == "not_contains", f"response does not contain {_quote(needle)}{note}"
+    if needle in (ctx.folded() if fold else ctx.text):
+        return op == "contains", f"response contains {_quote(needle)}"
+    return op == "not_contains", f"response does not contain {_quote(needle)}"
 
 
 def _length_check(cond: Condition, prepared: Any, ctx: EvalContext) -> tuple[bool, str]:
