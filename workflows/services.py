@@ -202,7 +202,9 @@ def _lock_actor(actor: Actor) -> Actor:
     or reads the actor after this transaction. A draft that starts pointing at the actor
     meanwhile waits on the actor's row (its foreign key).
     """
-    locked = Actor.objects.select_for_update().get(pk=actor.pk)
-    drafts = RecipeActor.objects.filter(actor=locked).values("recipe_id")
-    list(Recipe.objects.select_for_update().filter(pk__in=drafts).values_list("pk", flat=True))
-    return locked
+    # Recipes first, in the order a draft's save takes its locks (its recipe, then its actors'
+    # rows through their foreign keys): the opposite order deadlocks against a draft being saved.
+    drafts = RecipeActor.objects.filter(actor_id=actor.pk).values("recipe_id")
+    recipes = Recipe.objects.select_for_update().filter(pk__in=drafts).order_by("pk")
+    list(recipes.values_list("pk", flat=True))
+    return Actor.objects.select_for_update().get(pk=actor.pk)
