@@ -60,9 +60,10 @@ QUEUES_INTACT_KEY = "branchline:queues-intact"
 def broker_lost_messages() -> bool:
     """Return whether the broker's Redis lost its data since the reaper last looked.
 
-    Kept in Redis itself, so any worker's reaper sees it, and a Redis that persists its data
-    keeps both the key and the queues. The first look ever counts too: sending a run twice is
-    harmless. Other brokers (the embedded in-memory one lives and dies with this process) never
+    Kept in Redis itself, so any worker's reaper sees it. A Redis that persists its data keeps
+    the key, but a crash can still lose the messages written since its last save: those runs
+    are sent again after RUN_REQUEUE_AFTER_SECONDS. The first look ever counts too: sending a
+    run twice is harmless. Other brokers (the embedded in-memory one lives and dies with this process) never
     count.
     """
     if not settings.REDIS_URL or broker.is_open():

@@ -55,7 +55,7 @@ def test_it_says_where_to_decide_when_the_run_waits_for_a_reviewer(
 ) -> None:
     out = StringIO()
 
-    with pytest.raises(CommandError, match="still waiting_human after 2 s; it goes on"):
+    with pytest.raises(CommandError, match="still waiting_human after 8 s; it goes on"):
         call_command(
             "run_recipe",
             "story",
@@ -65,7 +65,7 @@ def test_it_says_where_to_decide_when_the_run_waits_for_a_reviewer(
             '{"judge": ["2"]}',
             "--wait",
             "--timeout",
-            "2",
+            "8",
             stdout=out,
         )
 
@@ -104,3 +104,25 @@ def test_the_readme_example_works_in_a_fresh_shell(tmp_path: Path) -> None:
 
     assert "The run waits for a reviewer of 'editors'" in done.stdout, done.stderr
     assert "it goes on without this command" in done.stderr
+
+
+def test_it_does_not_say_the_run_waits_when_a_script_decides(
+    worker: Any, story_recipe: Recipe
+) -> None:
+    out = StringIO()
+
+    call_command(
+        "run_recipe",
+        "story",
+        "--input",
+        "topic=owls",
+        "--script",
+        '{"judge": ["2"], "editors": ["approve"]}',
+        "--wait",
+        "--timeout",
+        "20",
+        stdout=out,
+    )
+
+    assert "waits for a reviewer" not in out.getvalue()
+    assert "script chose approve" in out.getvalue()

@@ -81,8 +81,10 @@ class Command(BaseCommand):
                 line = describe(event.type, event.data)
                 if line:
                     self.stdout.write(line)
-                if event.type == "human_task.created" and event.data.get("status") == "open":
-                    self.stdout.write(waiting_for_reviewer(event.data, timeout))
+                if event.type == "run.status" and event.data.get("status") == "waiting_human":
+                    task = run.tasks.select_related("group").order_by("-pk").first()
+                    if task is not None:
+                        self.stdout.write(waiting_for_reviewer(task.group.name, task.pk, timeout))
             run.refresh_from_db(fields=["status", "outcome", "error"])
             if run.status in TERMINAL:
                 style = (
@@ -105,12 +107,12 @@ class Command(BaseCommand):
         )
 
 
-def waiting_for_reviewer(task: dict[str, Any], timeout: float) -> str:
+def waiting_for_reviewer(group: str, task_id: int, timeout: float) -> str:
     """Return what to do when the followed run waits for a reviewer."""
     return (
-        f"  The run waits for a reviewer of '{task['group']}': decide in the inbox at "
+        f"  The run waits for a reviewer of '{group}': decide in the inbox at "
         f"{settings.SITE_URL}/inbox/ (with `make run` serving) or with POST "
-        f"/api/tasks/{task['id']}/decide. This command keeps following it for up to "
+        f"/api/tasks/{task_id}/decide. This command keeps following it for up to "
         f"{timeout:.0f} s (--timeout); Ctrl-C stops following, not the run."
     )
 
