@@ -21,9 +21,10 @@ accepted, which the browser sees as a failed handshake. What a client sends is c
 frame of at most 4 KiB (else close 1009), JSON (else 1007), an object of a known shape (else
 4400); only `/ws/runs/` takes messages.
 
-Pushes travel through Redis and are lost while it is unreachable. The event log is not: every
-server process checks the runs its clients watch against the log every couple of seconds and
-sends what they missed, so a run that finished during an outage shows finished soon after.
+Pushes travel through Redis and are lost while it is unreachable. The database is not: every
+server process checks its sockets against it every couple of seconds (`_CatchUp`) and sends what
+they missed, so a run that finished during an outage shows finished soon after, on its monitor
+and in the run list, and a task created during one reaches the inbox.
 """
 
 from __future__ import annotations
@@ -45,10 +46,10 @@ from workflows.validators import whole_number
 
 from . import events
 from .human import task_payload
-from .models import Run, RunEvent
+from .models import HumanTask, Run, RunEvent
 from .outages import BROKER_ERRORS, DATABASE_ERRORS
 from .selectors import runs_visible_to, tasks_for_reviewer
-from .status import TERMINAL
+from .status import TERMINAL, TaskStatus
 
 log = logging.getLogger(__name__)
 
@@ -86,48 +87,95 @@ async def _keep_listening(layer: Any) -> None:
 
 
 class _CatchUp:
-    """The run monitors of one server loop, checked against the event log every few seconds.
+    """The sockets of one server loop, checked against the database every few seconds.
 
-    One query a round for every run watched in this process, however many watch it; a monitor
-    behind the log (its pushes were lost) is sent what it missed.
+    Pushes go through Redis and are lost while it is unreachable; the database is not. Each
+    round makes one query per kind of socket, however many are open: a run monitor behind its
+    run's event log is sent what it missed, a run list is sent the statuses of watched runs that
+    changed, an inbox whose open tasks differ from its groups' is sent them anew.
     """
 
     def __init__(self) -> None:
         self.watchers: defaultdict[int, set[RunEventsConsumer]] = defaultdict(set)
+        self.lists: set[RunListConsumer] = set()
+        self.inboxes: set[ReviewsConsumer] = set()
         self.task = asyncio.create_task(self._run())
 
     def add(self, consumer: RunEventsConsumer) -> None:
         self.watchers[consumer.run_id].add(consumer)
 
-    def discard(self, consumer: RunEventsConsumer) -> None:
-        watchers = self.watchers.get(consumer.run_id)
+    def discard(self, consumer: _Consumer) -> None:
+        self.lists.discard(consumer)  # type: ignore[arg-type]
+        self.inboxes.discard(consumer)  # type: ignore[arg-type]
+        watchers = self.watchers.get(getattr(consumer, "run_id", -1))
         if watchers is not None:
-            watchers.discard(consumer)
+            watchers.discard(consumer)  # type: ignore[arg-type]
             if not watchers:
-                del self.watchers[consumer.run_id]
+                del self.watchers[consumer.run_id]  # type: ignore[attr-defined]
 
     async def _run(self) -> None:
         while True:
             await asyncio.sleep(CATCH_UP_INTERVAL_S)
-            if not self.watchers:
-                continue
-            try:
-                latest = await _latest_event_seqs(list(self.watchers))
-            except Exception:  # the database may be down too: try again next round
-                log.warning("catching up run monitors failed", exc_info=True)
-                continue
-            for run_id, seq in latest.items():
-                for consumer in list(self.watchers.get(run_id, ())):
-                    if consumer.last_seq < seq:
-                        try:
-                            await consumer.catch_up()
-                        except Exception:  # this client's socket or query; the others go on
-                            log.warning("catching up run %s failed", run_id, exc_info=True)
+            for catch_up in (self._monitors, self._lists, self._inboxes):
+                try:
+                    await catch_up()
+                except Exception:  # the database may be down too: try again next round
+                    log.warning("catching up websockets failed", exc_info=True)
+
+    async def _monitors(self) -> None:
+        if not self.watchers:
+            return
+        latest = await _latest_event_seqs(list(self.watchers))
+        for run_id, seq in latest.items():
+            for consumer in list(self.watchers.get(run_id, ())):
+                if consumer.last_seq < seq:
+                    await _each(consumer.catch_up())
+
+    async def _lists(self) -> None:
+        watched = {run_id for consumer in self.lists for run_id in consumer.watched}
+        if not watched:
+            return
+        statuses = await _run_statuses(sorted(watched))
+        for consumer in list(self.lists):
+            for run_id in list(consumer.watched):
+                status = statuses.get(run_id)
+                if status is not None and consumer.statuses.get(run_id) != status[0]:
+                    await _each(consumer.send_status(run_id, *status))
+
+    async def _inboxes(self) -> None:
+        groups = {group_id for consumer in self.inboxes for group_id in consumer.group_ids}
+        if not groups:
+            return
+        open_tasks = await _open_task_groups(sorted(groups))
+        for consumer in list(self.inboxes):
+            expected = {pk for pk, group_id in open_tasks if group_id in consumer.group_ids}
+            if expected != consumer.open_ids:
+                await _each(consumer.send_snapshot())
+
+
+async def _each(sending: Any) -> None:
+    """Await one client's catch-up; its failure (a closed socket) does not stop the others."""
+    try:
+        await sending
+    except Exception:
+        log.warning("catching up a websocket failed", exc_info=True)
 
 
 @database_sync_to_async
 def _latest_event_seqs(run_ids: list[int]) -> dict[int, int]:
     return dict(Run.objects.filter(pk__in=run_ids).values_list("pk", "event_seq"))
+
+
+@database_sync_to_async
+def _run_statuses(run_ids: list[int]) -> dict[int, tuple[str, str]]:
+    rows = Run.objects.filter(pk__in=run_ids).values_list("pk", "status", "outcome")
+    return {pk: (status, outcome) for pk, status, outcome in rows}
+
+
+@database_sync_to_async
+def _open_task_groups(group_ids: list[int]) -> list[tuple[int, int]]:
+    tasks = HumanTask.objects.filter(status=TaskStatus.OPEN, group_id__in=group_ids)
+    return list(tasks.values_list("pk", "group_id"))
 
 
 _catch_ups: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _CatchUp] = (
@@ -176,6 +224,14 @@ class _Consumer(AsyncJsonWebsocketConsumer):
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         """Refuse messages: only the run list's socket takes any."""
         await self.close(code=CLOSE_BAD_REQUEST)
+
+    async def websocket_disconnect(self, message: dict[str, Any]) -> None:
+        """Leave the catch-up first: leaving the groups needs Redis, which may be the reason the
+        client went."""
+        catch_up = _catch_ups.get(asyncio.get_running_loop())
+        if catch_up is not None:
+            catch_up.discard(self)
+        await super().websocket_disconnect(message)
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """Call the message's handler without Channels' connection clean-up hop first.
@@ -233,14 +289,10 @@ class RunEventsConsumer(_Consumer):
         self.replay_task = asyncio.create_task(self._replay())
 
     async def websocket_disconnect(self, message: dict[str, Any]) -> None:
-        """Stop the replay and leave the catch-up first: leaving the groups needs Redis, which
-        may be the reason the client went."""
+        """Stop the replay first; the base class leaves the catch-up, then the groups."""
         task = getattr(self, "replay_task", None)
         if task is not None and not task.done():
             task.cancel()
-        catch_up = _catch_ups.get(asyncio.get_running_loop())
-        if catch_up is not None:
-            catch_up.discard(self)
         await super().websocket_disconnect(message)
 
     async def _replay(self) -> None:
@@ -339,19 +391,32 @@ class ReviewsConsumer(_Consumer):
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
         events.publisher.use_loop(asyncio.get_running_loop())
-        group_ids = await self._group_ids(user)
-        for group_id in group_ids:
+        self.group_ids = set(await self._group_ids(user))
+        self.open_ids: set[int] = set()
+        for group_id in sorted(self.group_ids):
             group = events.reviews_group(group_id)
             self.groups.append(group)
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
         # Joined first, then the snapshot: a change in between arrives after it, and applying a
         # change twice (created twice, closed twice) is harmless.
-        await self.send_json({"type": "tasks", "tasks": await self._open_tasks(user)})
+        await self.send_snapshot()
+        _catch_up().inboxes.add(self)
+
+    async def send_snapshot(self) -> None:
+        """Send the open tasks of the user's groups; the page replaces what it shows."""
+        tasks = await self._open_tasks(self.scope["user"])
+        self.open_ids = {task["id"] for task in tasks}
+        await self.send_json({"type": "tasks", "tasks": tasks})
 
     async def task_changed(self, message: dict[str, Any]) -> None:
         """Handle `task.changed` from a reviewers' group."""
-        await self.send_json({"type": "task", "kind": message["kind"], "task": message["task"]})
+        task = message["task"]
+        if message["kind"] == "created" and task.get("status") == TaskStatus.OPEN:
+            self.open_ids.add(task["id"])
+        elif message["kind"] == "closed":
+            self.open_ids.discard(task["id"])
+        await self.send_json({"type": "task", "kind": message["kind"], "task": task})
 
     @database_sync_to_async
     def _group_ids(self, user: Any) -> list[int]:
@@ -372,10 +437,12 @@ class RunListConsumer(_Consumer):
             return
         events.publisher.use_loop(asyncio.get_running_loop())
         self.watched: set[int] = set()
+        self.statuses: dict[int, str] = {}  # the last status sent of each watched run
         group = events.runs_list_group(user.pk)
         self.groups.append(group)
         await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
+        _catch_up().lists.add(self)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         """Watch the runs listed in `{"watch": [id, ...]}` that the user may see and are active."""
@@ -393,25 +460,27 @@ class RunListConsumer(_Consumer):
             self.groups.append(group)
             await self.channel_layer.group_add(group, self.channel_name)
             # The run may have moved on since the page was rendered.
-            await self.send_json({"type": "status", "run": run_id, "status": status})
+            await self.send_status(run_id, status)
+
+    async def send_status(self, run_id: int, status: str, outcome: str = "") -> None:
+        """Send a run's status; a watched run that finished is watched no more."""
+        self.statuses[run_id] = status
+        if status in TERMINAL:
+            self.watched.discard(run_id)
+        await self.send_json(
+            {"type": "status", "run": run_id, "status": status, "outcome": outcome}
+        )
 
     async def run_status(self, message: dict[str, Any]) -> None:
         """Handle `run.status` from the user's own runs."""
-        await self.send_json({"type": "status", "run": message["run"], "status": message["status"]})
+        await self.send_status(message["run"], message["status"])
 
     async def run_events(self, message: dict[str, Any]) -> None:
         """Handle `run.events` of a watched run: pass on its status changes only."""
         for event in message["events"]:
             if event["type"] in events.STATUS_EVENT_TYPES:
                 data = event["data"]
-                await self.send_json(
-                    {
-                        "type": "status",
-                        "run": message["run"],
-                        "status": data.get("status"),
-                        "outcome": data.get("outcome", ""),
-                    }
-                )
+                await self.send_status(message["run"], data.get("status"), data.get("outcome", ""))
 
     async def run_token(self, message: dict[str, Any]) -> None:
         """Streamed text is of no use to a list."""
