@@ -144,6 +144,14 @@ class ActorInUse(Exception):
     """An actor that recipes name cannot be deleted, renamed or change kind; says which."""
 
 
+class ActorInvalid(Exception):
+    """The actor, as changed, could not run; `errors` are `path: message`."""
+
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("; ".join(errors))
+        self.errors = errors
+
+
 def actor_change_refusal(*, actor: Actor, changes: dict[str, Any]) -> tuple[str, str] | None:
     """Return the field and the reason `changes` may not be made to `actor`, or None.
 
@@ -171,7 +179,8 @@ def actor_delete_refusal(*, actor: Actor) -> str | None:
 def actor_update(*, actor: Actor, changes: dict[str, Any]) -> Actor:
     """Apply validated `changes` to `actor` and save it; return the saved row.
 
-    Raise ActorInUse when `actor_change_refusal` refuses them.
+    Raise ActorInUse when `actor_change_refusal` refuses them, ActorInvalid when the actor as
+    changed could not run.
     """
     with transaction.atomic():
         locked = _lock_actor(actor)
@@ -180,6 +189,10 @@ def actor_update(*, actor: Actor, changes: dict[str, Any]) -> Actor:
             raise ActorInUse(f"{refusal[0]}: {refusal[1]}")
         for field, value in changes.items():
             setattr(locked, field, value)
+        # Checked again on the locked row: two changes made at once, each valid on the row it
+        # read, may together make an actor that cannot run.
+        if problems := locked.problems(resolve=False):
+            raise ActorInvalid([f"{path}: {message}" for path, message in problems])
         locked.save()
     return locked
 

@@ -682,3 +682,16 @@ def _admin_form(actor: Actor) -> dict[str, Any]:
         "group": actor.group_id or "",
         "config": json.dumps(actor.config or {}),
     }
+
+
+def test_changes_checked_on_a_stale_row_are_checked_again_on_the_locked_one(db: None) -> None:
+    actor = ActorFactory(name="model-writer", openai=True)
+    stale = Actor.objects.get(pk=actor.pk)
+    # Another request changed the row since `stale` was read and checked.
+    Actor.objects.filter(pk=actor.pk).update(model="")
+
+    with pytest.raises(services.ActorInvalid) as refused:
+        services.actor_update(actor=stale, changes={"timeout_s": 60})
+
+    assert refused.value.errors == ["model: an openai actor needs the name of the model to call"]
+    assert Actor.objects.get(pk=actor.pk).timeout_s != 60

@@ -19,7 +19,7 @@ from rest_framework.exceptions import (
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from ..services import ActorInUse, RecipeConflict
+from ..services import ActorInUse, ActorInvalid, RecipeConflict
 from ..validators import RecipeRejected
 
 
@@ -55,7 +55,7 @@ def flatten_errors(detail: Any, path: str = "") -> list[str]:
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """Answer domain errors with a clear JSON body; leave the rest to DRF."""
-    if isinstance(exc, RecipeRejected | InputRefused):
+    if isinstance(exc, RecipeRejected | InputRefused | ActorInvalid):
         return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, RecipeConflict | ActorInUse):
         return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
