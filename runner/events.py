@@ -203,7 +203,9 @@ class RedisGroupPublisher:
 
 def _redis_client(host: dict[str, Any]) -> redis.Redis:
     host = dict(host)
-    options = {"socket_timeout": PUBLISH_TIMEOUT_S, "socket_connect_timeout": PUBLISH_TIMEOUT_S}
+    # A stalled Redis must not hold a worker: the event log covers what a push loses.
+    timeout = settings.BROKER_TIMEOUT_SECONDS
+    options = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
     if "address" in host:
         return redis.Redis.from_url(host.pop("address"), **{**options, **host})
     if "master_name" in host:
@@ -212,9 +214,6 @@ def _redis_client(host: dict[str, Any]) -> redis.Redis:
         )
         return sentinel.master_for(host.pop("master_name"), **{**options, **host})
     return redis.Redis(**{**options, **host})
-
-
-PUBLISH_TIMEOUT_S = 2  # a stalled Redis must not hold a worker: the event log covers replay
 
 
 def _log_failure(future: Future[None]) -> None:

@@ -44,7 +44,7 @@ def tasks_for_reviewer(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Human
     return (
         HumanTask.objects.filter(status=TaskStatus.OPEN, group__in=user.groups.all())
         .select_related("group", "run__recipe", "decided_by")
-        .order_by("created_at")
+        .order_by("created_at", "pk")
     )
 
 

@@ -118,7 +118,7 @@ class Recipe(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["name"]
+        ordering = ["name", "pk"]  # names may repeat: the pk keeps pages stable
         indexes = [models.Index(fields=["owner", "name"])]
 
     def __str__(self) -> str:
