@@ -53,6 +53,14 @@ async def connect(
     return communicator, connected, code
 
 
+async def watch_run(run: Run, user: Any) -> WebsocketCommunicator:
+    """Open the run's monitor socket as `user` and wait until its (empty) replay is done."""
+    communicator, connected, _ = await connect(f"/ws/runs/{run.pk}/", user)
+    assert connected
+    assert (await communicator.receive_json_from(timeout=5))["type"] == "replayed"
+    return communicator
+
+
 def new_run(recipe: Recipe, user: Any) -> Run:
     return Run.objects.create(
         recipe=recipe, version=recipe.latest_version, created_by=user, inputs={"topic": "owls"}
@@ -241,9 +249,7 @@ async def test_it_pages_through_a_long_log(
 
 async def test_it_fetches_events_a_later_push_overtook(story_recipe: Recipe, owner: Any) -> None:
     run = await sync_to_async(new_run)(story_recipe, owner)
-    communicator, connected, _ = await connect(f"/ws/runs/{run.pk}/", owner)
-    assert connected
-    assert (await communicator.receive_json_from(timeout=5))["type"] == "replayed"
+    communicator = await watch_run(run, owner)
 
     # Events 1 and 2 commit, but only 2 is pushed (its push overtook 1's, from another process).
     committed = await sync_to_async(add_events_unpushed)(run.pk, ["step.started", "step.finished"])
@@ -258,9 +264,7 @@ async def test_it_fetches_events_a_later_push_overtook(story_recipe: Recipe, own
 
 async def test_it_passes_streamed_tokens_on(story_recipe: Recipe, owner: Any) -> None:
     run = await sync_to_async(new_run)(story_recipe, owner)
-    communicator, connected, _ = await connect(f"/ws/runs/{run.pk}/", owner)
-    assert connected
-    assert (await communicator.receive_json_from(timeout=5))["type"] == "replayed"
+    communicator = await watch_run(run, owner)
 
     await sync_to_async(events.push_token)(run.pk, 1, "Once upon")
 
@@ -421,9 +425,7 @@ async def test_it_sends_events_whose_pushes_were_lost(
 ) -> None:
     monkeypatch.setattr(consumers, "CATCH_UP_INTERVAL_S", 0.2)
     run = await sync_to_async(new_run)(story_recipe, owner)
-    communicator, connected, _ = await connect(f"/ws/runs/{run.pk}/", owner)
-    assert connected
-    assert (await communicator.receive_json_from(timeout=5))["type"] == "replayed"
+    communicator = await watch_run(run, owner)
 
     # The run finishes, and none of its pushes reaches the layer (Redis was unreachable).
     await sync_to_async(add_events_unpushed)(run.pk, ["step.finished", "run.finished"])
@@ -441,9 +443,7 @@ async def test_a_caught_up_event_is_not_sent_again_when_its_push_arrives_late(
 ) -> None:
     monkeypatch.setattr(consumers, "CATCH_UP_INTERVAL_S", 0.2)
     run = await sync_to_async(new_run)(story_recipe, owner)
-    communicator, connected, _ = await connect(f"/ws/runs/{run.pk}/", owner)
-    assert connected
-    assert (await communicator.receive_json_from(timeout=5))["type"] == "replayed"
+    communicator = await watch_run(run, owner)
 
     late = await sync_to_async(add_events_unpushed)(run.pk, ["step.started"])
     assert await receive_events(communicator, until_seq=1) == [1]
@@ -518,9 +518,7 @@ async def test_a_monitor_that_leaves_while_redis_is_away_is_no_longer_caught_up(
     story_recipe: Recipe, owner: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = await sync_to_async(new_run)(story_recipe, owner)
-    communicator, connected, _ = await connect(f"/ws/runs/{run.pk}/", owner)
-    assert connected
-    assert (await communicator.receive_json_from(timeout=5))["type"] == "replayed"
+    communicator = await watch_run(run, owner)
     catch_up = consumers._catch_ups[asyncio.get_running_loop()]
     assert run.pk in catch_up.watchers
 
