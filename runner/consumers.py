@@ -105,13 +105,16 @@ class _CatchUp:
         self.watchers[consumer.run_id].add(consumer)
 
     def discard(self, consumer: _Consumer) -> None:
-        self.lists.discard(consumer)  # type: ignore[arg-type]
-        self.inboxes.discard(consumer)  # type: ignore[arg-type]
-        watchers = self.watchers.get(getattr(consumer, "run_id", -1))
-        if watchers is not None:
-            watchers.discard(consumer)  # type: ignore[arg-type]
-            if not watchers:
-                del self.watchers[consumer.run_id]  # type: ignore[attr-defined]
+        if isinstance(consumer, RunListConsumer):
+            self.lists.discard(consumer)
+        elif isinstance(consumer, ReviewsConsumer):
+            self.inboxes.discard(consumer)
+        elif isinstance(consumer, RunEventsConsumer):
+            run_id = getattr(consumer, "run_id", None)  # unset on a refused connection
+            if run_id in self.watchers:
+                self.watchers[run_id].discard(consumer)
+                if not self.watchers[run_id]:
+                    del self.watchers[run_id]
 
     async def _run(self) -> None:
         while True:
@@ -297,14 +300,8 @@ class RunEventsConsumer(_Consumer):
 
     async def _replay(self) -> None:
         try:
-            while True:
-                batch = await self.fetch_events(self.last_seq, REPLAY_BATCH)
-                if batch:
-                    async with self.send_lock:
-                        self.last_seq = batch[-1]["seq"]
-                        await self.send_json({"type": "events", "events": batch})
-                if len(batch) < REPLAY_BATCH:
-                    break
+            async with self.send_lock:  # live messages are held meanwhile (`replaying`)
+                await self._send_from_log()
             async with self.send_lock:
                 # No await between taking the held messages and leaving replay mode: a live
                 # message dispatched from now on waits for the lock, then goes out after these.
@@ -322,13 +319,17 @@ class RunEventsConsumer(_Consumer):
     async def catch_up(self) -> None:
         """Send the events of the log this client has not had (their pushes were lost)."""
         async with self.send_lock:
-            while True:
-                batch = await self.fetch_events(self.last_seq, REPLAY_BATCH)
-                if batch:
-                    self.last_seq = batch[-1]["seq"]
-                    await self.send_json({"type": "events", "events": batch})
-                if len(batch) < REPLAY_BATCH:
-                    return
+            await self._send_from_log()
+
+    async def _send_from_log(self) -> None:
+        """Send every event after `last_seq` from the log, in batches; the caller holds the lock."""
+        while True:
+            batch = await self.fetch_events(self.last_seq, REPLAY_BATCH)
+            if batch:
+                self.last_seq = batch[-1]["seq"]
+                await self.send_json({"type": "events", "events": batch})
+            if len(batch) < REPLAY_BATCH:
+                return
 
     @database_sync_to_async
     def fetch_events(self, after: int, limit: int) -> list[dict[str, Any]]:
