@@ -3,7 +3,8 @@
 - Each request gets an id: a well-formed incoming `X-Request-ID` (a proxy's) is kept, any other
   is replaced; every response carries it, and every failure logged here names it.
 - Text the database cannot hold (`workflows.validators.text_problem`: NUL, lone surrogates) in
-  the address, in any query parameter, or in a page's form post is a 400 naming the field.
+  the address, a cookie, the Authorization header, any query parameter, or a page's form post
+  is a 400 naming the field (`RefuseUnstorableCredentials` does the same for websockets).
   API bodies are checked by their parsers (`workflows/apis/parsers.py`), which also read
   the API's PUT and PATCH forms.
 - An unhandled exception is a 500, and an unreachable database or broker a 503 with

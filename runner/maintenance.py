@@ -63,8 +63,8 @@ def broker_lost_messages() -> bool:
     Kept in Redis itself, so any worker's reaper sees it. A Redis that persists its data keeps
     the key, but a crash can still lose the messages written since its last save: those runs
     are sent again after RUN_REQUEUE_AFTER_SECONDS. The first look ever counts too: sending a
-    run twice is harmless. Other brokers (the embedded in-memory one lives and dies with this process) never
-    count.
+    run twice is harmless. Other brokers never count (the embedded in-memory one lives and dies
+    with this process).
     """
     if not settings.REDIS_URL or broker.is_open():
         return False

@@ -58,6 +58,7 @@ class Breaker:
             )
 
     def reset(self) -> None:
+        """Forget a failure: the next call tries the service (for tests)."""
         self._open_until = 0.0
 
 
