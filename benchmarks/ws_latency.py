@@ -153,7 +153,7 @@ def measure(port: int, wanted: int) -> list[float]:
     from django.db import transaction
     from django.test import Client as HttpClient
 
-    from runner import events, execution, services
+    from runner import advance, dispatch, events, services
     from tests.factories import ActorFactory, UserFactory
     from workflows.services import recipe_import, recipe_publish
 
@@ -169,8 +169,7 @@ def measure(port: int, wanted: int) -> list[float]:
     def no_message(run_id: int) -> None:
         return None
 
-    execution.send_on_commit = no_message  # type: ignore[assignment]
-    services.send_on_commit = no_message  # type: ignore[assignment]
+    dispatch.send_on_commit = no_message  # type: ignore[assignment]
 
     commits: dict[int, float] = {}
     push_on_commit = events.push_on_commit
@@ -192,7 +191,7 @@ def measure(port: int, wanted: int) -> list[float]:
             run = services.run_start(user=user, recipe=recipe, inputs={"topic": "storms"})
             commits.clear()  # the run.queued commit happened before the client joined
             client.follow(run.pk)
-            execution.advance(run.pk, time_slice=3600)
+            advance.advance(run.pk, time_slice=3600)
             arrivals = client.arrivals()
             runs += 1
             if runs > WARMUP_RUNS:

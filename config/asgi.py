@@ -15,7 +15,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 
 from config.middleware import RefuseUnstorableCredentials  # noqa: E402
-from runner.routing import websocket_urlpatterns  # noqa: E402
+from runner.websocket_urls import websocket_urlpatterns  # noqa: E402
 
 if settings.EMBEDDED_WORKER:
     from runner import embedded

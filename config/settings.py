@@ -134,7 +134,7 @@ DATABASES = {
 _db = DATABASES["default"]
 if _db["ENGINE"] == "django.db.backends.postgresql":
     _db["CONN_HEALTH_CHECKS"] = True
-    # The runner's per-step statements are prepared (runner/fast_commit.py): planned once per
+    # The runner's per-step statement is prepared (runner/store.py): planned once per
     # connection. Django's own queries bind on the client and are never prepared. Turn off
     # behind a pooler that cannot keep prepared statements (PgBouncer < 1.21 in transaction mode).
     if env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
@@ -293,7 +293,7 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A Redis that is down or frozen must not hold up a request that sends a run's message: each
-# send is one try bounded by these timeouts (runner.execution.send), and the reaper resends a
+# send is one try bounded by these timeouts (runner.dispatch.send), and the reaper resends a
 # message that did not leave. Workers reconnect by themselves.
 CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_TIMEOUT_SECONDS
 CELERY_BROKER_TRANSPORT_OPTIONS = {
@@ -302,7 +302,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "socket_timeout": BROKER_TIMEOUT_SECONDS,
     "socket_connect_timeout": BROKER_TIMEOUT_SECONDS,
 }
-# Redis serves priority 0 first: messages of recovered runs (runner.execution.RECOVERY_PRIORITY)
+# Redis serves priority 0 first: messages of recovered runs (runner.dispatch.RECOVERY_PRIORITY)
 # go before those of runs queued in the ordinary way.
 CELERY_TASK_DEFAULT_PRIORITY = 5
 CELERY_TASK_IGNORE_RESULT = True
@@ -317,7 +317,7 @@ try:
 except URLRefused as exc:  # checked now, not at an actor's first write or call
     raise ImproperlyConfigured(f"PROVIDER_URL_ALLOWLIST: {exc}") from None
 
-# Runs: bounded loops, leases and the periodic duties (see runner/execution.py).
+# Runs: bounded loops, leases and the periodic duties (see runner/advance.py).
 RUN_MAX_STEPS = env.int("RUN_MAX_STEPS", default=100)
 RUN_LEASE_SECONDS = env.int("RUN_LEASE_SECONDS", default=30)
 RUN_MAX_STEP_CLAIMS = env.int("RUN_MAX_STEP_CLAIMS", default=5)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .conditions import condition_summary
+from workflows.engine import condition_summary
 
 RECIPE_FIELDS = ("name", "description", "inputs", "actors")
 

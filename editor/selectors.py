@@ -17,7 +17,7 @@ from workflows.engine.templating import step_number, step_reference, template_na
 from workflows.models import Actor, Recipe
 from workflows.validators import HUMAN_PREFIX, RecipeRejected, check_document
 
-from .conditions import canonical_action, condition_summary
+from .catalog import canonical_action
 from .models import RecipeTest
 
 _PATH = re.compile(r"^steps\[(\d+)\](?:\.branches\[(\d+)\])?")
@@ -146,7 +146,7 @@ def document_outline(document: dict[str, Any]) -> list[OutlineStep]:
                     index=j,
                     name=_text(branch.get("name")),
                     priority=branch.get("priority"),
-                    summary=condition_summary(branch.get("when")),
+                    summary=engine.condition_summary(branch.get("when")),
                     action=_text(branch.get("action")),
                     target=effective_target(branch, key, last_key),
                     active=branch.get("active", True) is not False,

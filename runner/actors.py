@@ -7,11 +7,9 @@ from functools import lru_cache
 from typing import Any
 
 from django.contrib.auth.models import Group
-from django.db import connection
 
 from workflows.models import Actor
 
-from . import fast_commit
 from .providers import (
     ActorConfig,
     ChatRequest,
@@ -53,7 +51,7 @@ def resolve(
                 f"reviewer group '{reference.removeprefix(HUMAN_PREFIX)}' no longer exists"
             )
         return ResolvedActor(alias, reference, True, group.pk, scripted=scripted)
-    actor = _actor_named(reference)
+    actor = Actor.objects.filter(name=reference).first()
     if actor is None:
         raise LookupError(f"actor '{reference}' no longer exists")
     if actor.kind == Actor.Kind.HUMAN:
@@ -72,12 +70,6 @@ def resolve(
         config=actor.config,
     )
     return ResolvedActor(alias, reference, False, config=config, scripted=scripted, problem=problem)
-
-
-def _actor_named(name: str) -> Actor | None:
-    if connection.vendor == "postgresql":
-        return fast_commit.select_one(Actor, "name", name)  # prepared: once a run, per worker
-    return Actor.objects.filter(name=name).first()
 
 
 def provider_for(actor: ResolvedActor) -> Provider:

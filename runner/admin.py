@@ -11,7 +11,7 @@ from workflows.models import Recipe
 from workflows.validators import whole_number
 
 from .models import ActorStatistic, BranchEvaluation, HumanTask, Run, RunEvent, StepRun
-from .steps import actor_stat_rows
+from .steps.actor_stats import actor_stat_rows
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -1,18 +1,19 @@
-"""What a worker holds while it runs one step: the claim, and the step's outcome."""
+"""What a worker holds while it runs one step: the claim, the step's outcome, and the commit
+that stores them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
 
 from workflows import engine
-from workflows.models import RecipeVersion
 
 from . import actors
-from .models import HumanTask
+from .events import Event
+from .models import BranchEvaluation, HumanTask, StepRun
+from .status import RUNNABLE, RunStatus, StepStatus
 
 TOKEN_PUSH_INTERVAL_S = 0.1
 SCRIPTED_TIMEOUT = "@timeout"  # a dry-run script's way to let a human task time out
@@ -22,18 +23,10 @@ def lease_seconds() -> int:
     return settings.RUN_LEASE_SECONDS
 
 
-@lru_cache(maxsize=128)
-def version_graph(version_id: int, created_at: object) -> tuple[engine.RecipeGraph, dict[str, Any]]:
-    """Load and parse a published version once per process (versions never change).
-
-    Keyed by creation time too: a test database may give a rolled-back version's id to another.
-    """
-    document = RecipeVersion.objects.values_list("document", flat=True).get(pk=version_id)
-    return engine.parse_recipe(document), document
-
-
 @dataclass
 class Claim:
+    """The lease on a run's next step (`seq`), and what executing it needs."""
+
     run_id: int
     token: str
     seq: int
@@ -42,7 +35,7 @@ class Claim:
     graph: engine.RecipeGraph
     document: dict[str, Any]
     state: engine.RunState
-    directive: dict[str, Any]
+    next: dict[str, Any]  # the run's `next`: the step, and how to run it
     calls: dict[str, int]
     script: dict[str, Any] | None
     recipe_id: int
@@ -75,3 +68,45 @@ class StepOutcome:
     scripted_decision: str | None = None  # dry run: the script decides the human step
     human_group_id: int | None = None
     material: str = ""  # what reviewers read beside the question
+
+
+@dataclass
+class StepCommit:
+    """What one step's commit writes, all or nothing, if the worker still holds the lease.
+
+    `step_run` is inserted with its `evaluations`, or updated if it exists (a human step resumed
+    by its decision). A human step that opens its task is not decided yet: its StepRun waits
+    (inserted with the task, `store.insert_task`), and the run's state and seq stay as they
+    were; `task` is that task if a dry-run script answered it at once (its answer is saved
+    with the commit, and `next` points at it for the run to go on with the step).
+    `events` are the step's, in order; the store adds those of the next step it claims. With
+    `go_on`, the run's next step is claimed in the same commit; without, a run that has one is
+    handed back to the queue.
+    """
+
+    claim: Claim
+    step_run: StepRun
+    evaluations: list[BranchEvaluation]
+    events: list[Event]
+    next: dict[str, Any]
+    status: str = RunStatus.RUNNING
+    outcome: str = ""
+    error: str = ""
+    task: HumanTask | None = None
+    go_on: bool = False
+
+    @property
+    def decided(self) -> bool:
+        """Whether the step is decided (not a human step waiting for its task's answer)."""
+        return self.step_run.status != StepStatus.WAITING_HUMAN
+
+    @property
+    def next_step(self) -> str | None:
+        """The key of the step the run executes next, if it has one (and still runs)."""
+        step: str | None = self.next.get("step") if self.status in RUNNABLE else None
+        return step
+
+    @property
+    def hands_back(self) -> bool:
+        """Whether the commit hands the run back to the queue (the caller sends its message)."""
+        return self.next_step is not None and not self.go_on

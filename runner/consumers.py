@@ -45,9 +45,10 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from workflows.validators import whole_number
 
 from . import events
-from .human import task_payload
+from .events import task_payload
 from .models import HumanTask, Run, RunEvent
 from .outages import BROKER_ERRORS, DATABASE_ERRORS
+from .publisher import publisher
 from .selectors import runs_visible_to, tasks_for_reviewer
 from .status import TERMINAL, TaskStatus
 
@@ -280,7 +281,7 @@ class RunEventsConsumer(_Consumer):
             return
         # Pushes from this process (the embedded worker, decisions made in HTTP requests) must go
         # through the loop that holds the in-memory layer's queues: this one.
-        events.publisher.use_loop(asyncio.get_running_loop())
+        publisher.use_loop(asyncio.get_running_loop())
         self.last_seq = after
         self.replaying = True
         self.held = []
@@ -391,7 +392,7 @@ class ReviewsConsumer(_Consumer):
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
-        events.publisher.use_loop(asyncio.get_running_loop())
+        publisher.use_loop(asyncio.get_running_loop())
         self.group_ids = set(await self._group_ids(user))
         self.open_ids: set[int] = set()
         for group_id in sorted(self.group_ids):
@@ -436,7 +437,7 @@ class RunListConsumer(_Consumer):
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
-        events.publisher.use_loop(asyncio.get_running_loop())
+        publisher.use_loop(asyncio.get_running_loop())
         self.watched: set[int] = set()
         self.statuses: dict[int, str] = {}  # the last status sent of each watched run
         group = events.runs_list_group(user.pk)

@@ -12,9 +12,13 @@ import logging
 import threading
 import time
 
+from celery import current_app
 from celery.contrib.testing.worker import TestWorkController, setup_app_for_worker
 from django.conf import settings
 from django.db import close_old_connections
+
+from .human import tasks_expire
+from .maintenance import reap, recover_on_start
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +32,7 @@ def start() -> TestWorkController:
     with _started:
         if _worker is not None:
             return _worker
-        from config.celery import app
-
+        app = current_app._get_current_object()  # the app config/celery.py made
         setup_app_for_worker(app, "warning", None)
         worker = TestWorkController(
             app=app,
@@ -53,9 +56,6 @@ def start() -> TestWorkController:
 
 def _beat() -> None:
     """Run the periodic duties: pick up stalled runs (at once on start), expire human tasks."""
-    from .human import tasks_expire
-    from .maintenance import reap, recover_on_start
-
     try:
         recover_on_start()
     except Exception:

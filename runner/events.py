@@ -1,31 +1,25 @@
-"""The one place that records run events and pushes them to websockets.
+"""Run events: one builder per event type, and the one place that records them and pushes them.
 
-Events are rows (RunEvent) written in the same transaction as the state change they describe,
-and pushed to the channel layer only after that transaction commits. Streamed tokens are the
-exception: they are pushed as they arrive and never stored (the finished step carries the text).
+An event is built here (`Event`, by the function named after its type; `runner.event_schema`
+lists each type's payload), stored as a RunEvent row in the same transaction as the state change
+it describes (only `rows` makes those rows), and pushed to the websockets' groups only after
+that transaction commits. Streamed tokens are the exception: they are pushed as they arrive and
+never stored (the finished step carries the text).
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import threading
 from collections.abc import Iterable
-from concurrent.futures import Future
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
-import redis
-import redis.sentinel
-from channels.layers import InMemoryChannelLayer, get_channel_layer
-from channels_redis.pubsub import RedisPubSubChannelLayer
-from channels_redis.utils import _consistent_hash, decode_hosts
-from django.conf import settings
 from django.db import transaction
 
-from . import outages
-from .models import Run, RunEvent
+from workflows import engine
 
-log = logging.getLogger(__name__)
+from .models import HumanTask, Run, RunEvent, StepRun
+from .publisher import publisher
+from .status import RunStatus
 
 
 def run_group(run_id: int) -> str:
@@ -40,11 +34,150 @@ def runs_list_group(user_id: int) -> str:
     return f"runs-user-{user_id}"
 
 
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One entry of a run's event log before it is stored: its type and its payload.
+
+    Built only by the functions below, one per type; `runner.event_schema` lists the payload
+    keys each type carries (DESIGN.md §4, read by the monitor page and the API).
+    """
+
+    type: str
+    data: dict[str, Any]
+
+
+def run_queued(*, version: int) -> Event:
+    return Event("run.queued", {"status": RunStatus.QUEUED, "version": version})
+
+
+def run_started() -> Event:
+    return Event("run.started", {"status": RunStatus.RUNNING})
+
+
+def run_status(status: str) -> Event:
+    """The run now waits for a reviewer, or runs again."""
+    return Event("run.status", {"status": status})
+
+
+def run_finished(*, status: str, outcome: str, error: str) -> Event:
+    return Event("run.finished", {"status": status, "outcome": outcome, "error": error})
+
+
+def step_started(
+    *, seq: int, step: str, name: str, kind: str, actor: str | None, attempt: int
+) -> Event:
+    return Event(
+        "step.started",
+        {
+            "seq": seq,
+            "step": step,
+            "name": name,
+            "kind": kind,
+            "actor": actor,
+            "attempt": attempt,
+        },
+    )
+
+
+def step_token(*, seq: int, text: str) -> Event:
+    """Streamed text of a running step: pushed, never stored."""
+    return Event("step.token", {"seq": seq, "text": text})
+
+
+def step_finished(step_run: StepRun) -> Event:
+    return Event(
+        "step.finished",
+        {
+            "seq": step_run.seq,
+            "step": step_run.step_key,
+            "attempt": step_run.attempt,
+            "status": step_run.status,
+            "response": step_run.response,
+            "decision": step_run.decision,
+            "error": step_run.error,
+            "latency_ms": step_run.latency_ms,
+            "tokens_in": step_run.tokens_in,
+            "tokens_out": step_run.tokens_out,
+            "confidence": step_run.confidence,
+            "details": step_run.details,
+        },
+    )
+
+
+def branch_evaluated(*, seq: int, step: str, evaluation: engine.Evaluation) -> Event:
+    return Event(
+        "branch.evaluated",
+        {
+            "seq": seq,
+            "step": step,
+            "branch": evaluation.branch,
+            "priority": evaluation.priority,
+            "matched": evaluation.matched,
+            "taken": evaluation.taken,
+            "reason": evaluation.reason,
+        },
+    )
+
+
+def branch_taken(*, seq: int, step: str, decision: engine.Decision) -> Event:
+    return Event(
+        "branch.taken",
+        {
+            "seq": seq,
+            "step": step,
+            "branch": decision.branch,
+            "action": decision.action,
+            "kind": decision.kind,
+            "next_step": decision.next_step,
+            "reason": decision.reason,
+        },
+    )
+
+
+def task_payload(task: HumanTask) -> dict[str, Any]:
+    """Return what reviewers' pages, the API and the `human_task.*` events show of a task."""
+    return {
+        "id": task.pk,
+        "run": task.run_id,
+        "step": task.step_key,
+        "group": task.group.name if task.group_id else None,
+        "question": task.question,
+        "material": task.material,
+        "options": task.options,
+        "due_at": task.due_at.isoformat() if task.due_at else None,
+        "status": task.status,
+        "decision": task.decision,
+        "comment": task.comment,
+        "decided_by": task.decided_by.username if task.decided_by_id else None,
+    }
+
+
+def human_task_created(task: HumanTask) -> Event:
+    return Event("human_task.created", task_payload(task))
+
+
+def human_task_decided(task: HumanTask) -> Event:
+    return Event("human_task.decided", task_payload(task))
+
+
+def human_task_timed_out(task: HumanTask) -> Event:
+    return Event("human_task.timed_out", task_payload(task))
+
+
+def human_task_escalated(task: HumanTask) -> Event:
+    return Event("human_task.escalated", task_payload(task))
+
+
+def human_task_closed(task: HumanTask) -> Event:
+    """The task's run stopped before anyone decided."""
+    return Event("human_task.closed", task_payload(task))
+
+
 def serialize_event(event: RunEvent) -> dict[str, Any]:
     return {"seq": event.seq, "type": event.type, "at": event.at.isoformat(), "data": event.data}
 
 
-def record(run: Run, events: Iterable[tuple[str, dict[str, Any]]]) -> list[RunEvent]:
+def record(run: Run, events: Iterable[Event]) -> list[RunEvent]:
     """Append events to the run's log inside the caller's transaction; push them on commit.
 
     Advances `run.event_seq`; the caller saves the run in the same transaction.
@@ -54,22 +187,29 @@ def record(run: Run, events: Iterable[tuple[str, dict[str, Any]]]) -> list[RunEv
     return rows
 
 
-def append(
-    run_id: int, owner_id: int, after: int, events: Iterable[tuple[str, dict[str, Any]]]
-) -> list[RunEvent]:
+def append(run_id: int, owner_id: int, after: int, events: Iterable[Event]) -> list[RunEvent]:
     """Append events numbered from `after + 1`, without a Run instance; push them on commit.
 
     The caller sets the run's `event_seq` to `after + len(rows)` in the same transaction.
     """
-    rows = [
-        RunEvent(run_id=run_id, seq=seq, type=type_, data=data)
-        for seq, (type_, data) in enumerate(events, start=after + 1)
+    stored = rows(run_id, events, after=after)
+    if stored:
+        RunEvent.objects.bulk_create(stored)
+        push_on_commit(run_id, owner_id, stored)
+    return stored
+
+
+def rows(run_id: int, events: Iterable[Event], *, after: int = 0) -> list[RunEvent]:
+    """Return the RunEvent rows of these events, numbered from `after + 1`, not saved.
+
+    Every stored event is made here: `append` saves them, and the run store writes them in
+    the statement that fences its run (it numbers them then, and pushes them with
+    `push_on_commit`).
+    """
+    return [
+        RunEvent(run_id=run_id, seq=seq, type=event.type, data=event.data)
+        for seq, event in enumerate(events, start=after + 1)
     ]
-    if not rows:
-        return rows
-    RunEvent.objects.bulk_create(rows)
-    push_on_commit(run_id, owner_id, rows)
-    return rows
 
 
 def push_on_commit(run_id: int, owner_id: int, rows: list[RunEvent]) -> None:
@@ -91,11 +231,11 @@ def _push_run_events(run_id: int, owner_id: int, rows: list[RunEvent]) -> None:
 STATUS_EVENT_TYPES = frozenset({"run.started", "run.status", "run.finished"})
 
 
-def push_task_change(group_ids: Iterable[int], kind: str, task: dict[str, Any]) -> None:
-    """Tell the reviewers of these groups, after commit, that a task was created/decided/closed.
-
-    With TASK_EMAILS on, a task created for a group (or escalated to it) is also mailed to them.
-    """
+def push_task_change(
+    group_ids: Iterable[int], kind: Literal["created", "closed"], task: dict[str, Any]
+) -> None:
+    """Tell the reviewers of these groups, after commit, that a task waits for them, or no
+    longer does (decided, timed out, escalated elsewhere or closed)."""
     ids = sorted(set(group_ids))
 
     def push() -> None:
@@ -105,120 +245,11 @@ def push_task_change(group_ids: Iterable[int], kind: str, task: dict[str, Any]) 
             )
 
     transaction.on_commit(push)
-    if kind == "created" and settings.TASK_EMAILS:
-        from .tasks import email_task_reviewers  # tasks -> execution -> events
-
-        transaction.on_commit(lambda: email_task_reviewers.delay(task["id"]))
 
 
 def push_token(run_id: int, seq: int, text: str) -> None:
     """Push streamed text of a running step now (not stored; `step.finished` carries it all)."""
+    event = step_token(seq=seq, text=text)
     publisher.send(
-        run_group(run_id),
-        {"type": "run.token", "event": {"type": "step.token", "data": {"seq": seq, "text": text}}},
+        run_group(run_id), {"type": "run.token", "event": {"type": event.type, "data": event.data}}
     )
-
-
-class Publisher:
-    """Send to the channel layer from sync code, without starting an event loop per message.
-
-    With channels_redis's pub/sub layer (REDIS_URL), a message is PUBLISHed with redis-py's
-    blocking client: a round trip to Redis, from whichever thread records the event.
-
-    The in-memory layer (the embedded default) only works from the loop of the server that
-    holds the websockets, so the consumers hand that loop over with `use_loop` and messages go
-    through it; before any consumer has connected nobody can be listening, and the durable
-    RunEvent log covers replay. Any other layer gets a long-lived loop of its own.
-    """
-
-    def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._lock = threading.Lock()
-        self._redis: RedisGroupPublisher | None = None
-
-    def use_loop(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-
-    def _get_loop(self) -> asyncio.AbstractEventLoop | None:
-        if self._loop is not None and not self._loop.is_closed():
-            return self._loop
-        if isinstance(get_channel_layer(), InMemoryChannelLayer):
-            return None
-        with self._lock:
-            if self._loop is None or self._loop.is_closed():
-                loop = asyncio.new_event_loop()
-                threading.Thread(
-                    target=loop.run_forever, name="event-publisher", daemon=True
-                ).start()
-                self._loop = loop
-        return self._loop
-
-    def send(self, group: str, message: dict[str, Any]) -> Future[None] | None:
-        layer = get_channel_layer()
-        if layer is None:
-            return None
-        if isinstance(layer, RedisPubSubChannelLayer):
-            if self._redis is None or self._redis.layer is not layer:
-                config = settings.CHANNEL_LAYERS["default"].get("CONFIG", {})
-                self._redis = RedisGroupPublisher(layer, config)
-            self._redis.group_send(group, message)
-            return None
-        loop = self._get_loop()
-        if loop is None:
-            return None
-        future = asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop)
-        future.add_done_callback(_log_failure)
-        return future
-
-
-class RedisGroupPublisher:
-    """`group_send` of channels_redis's pub/sub layer, done with redis-py's blocking client.
-
-    The layer's own `group_send` is a coroutine; from a worker it would need an event loop in
-    another thread, and handing each message over costs about a millisecond of thread switches
-    per step. What it does is small: serialize the message with the layer's serializer and
-    PUBLISH it to `{prefix}__group__{group}` on the group's shard (channels_redis.pubsub).
-    tests/runner/test_events.py checks that the layer's group members receive it.
-    """
-
-    def __init__(self, layer: RedisPubSubChannelLayer, config: dict[str, Any]) -> None:
-        self.layer = layer
-        self.prefix = config.get("prefix", "asgi")
-        self.shards = [_redis_client(host) for host in decode_hosts(config.get("hosts"))]
-
-    def group_send(self, group: str, message: dict[str, Any]) -> None:
-        """Publish the message; if Redis cannot take it, drop it (consumers catch up from the
-        event log) and skip Redis for a moment rather than wait on it at every push."""
-        if outages.channel_layer.is_open():
-            return
-        channel = f"{self.prefix}__group__{group}"
-        shard = self.shards[_consistent_hash(channel, len(self.shards))]
-        try:
-            shard.publish(channel, self.layer.serialize(message))
-        except redis.RedisError as exc:
-            outages.channel_layer.trip(exc)
-        except Exception as exc:  # after a commit: a push that fails must not stop the worker
-            log.warning("could not push an event: %s", exc)
-
-
-def _redis_client(host: dict[str, Any]) -> redis.Redis:
-    host = dict(host)
-    # A stalled Redis must not hold a worker: the event log covers what a push loses.
-    timeout = settings.BROKER_TIMEOUT_SECONDS
-    options = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
-    if "address" in host:
-        return redis.Redis.from_url(host.pop("address"), **{**options, **host})
-    if "master_name" in host:
-        sentinel = redis.sentinel.Sentinel(
-            host.pop("sentinels"), sentinel_kwargs=host.pop("sentinel_kwargs", None)
-        )
-        return sentinel.master_for(host.pop("master_name"), **{**options, **host})
-    return redis.Redis(**{**options, **host})
-
-
-def _log_failure(future: Future[None]) -> None:
-    if not future.cancelled() and future.exception() is not None:
-        log.warning("could not push an event: %s", future.exception())
-
-
-publisher = Publisher()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -59,8 +60,6 @@ def check_inputs(schema: dict[str, dict[str, Any]], inputs: object) -> dict[str,
 
 def coerce_cli_value(schema: dict[str, Any], raw: str) -> Any:
     """Turn a `--input k=v` string into the input's declared type (for the CLI)."""
-    import json
-
     type_name = schema.get("type", "string")
     if type_name == "string":
         return raw

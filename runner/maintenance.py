@@ -5,13 +5,12 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
+from celery import current_app
 from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
-from config.celery import app as celery_app
-
-from .execution import RECOVERY_PRIORITY, enqueue
+from .dispatch import RECOVERY_PRIORITY, enqueue
 from .idempotency import forget_old_keys
 from .models import Run
 from .outages import broker
@@ -69,7 +68,7 @@ def broker_lost_messages() -> bool:
     if not settings.REDIS_URL or broker.is_open():
         return False
     try:
-        with celery_app.connection_for_write() as conn:
+        with current_app.connection_for_write() as conn:
             restarted = bool(conn.default_channel.client.set(QUEUES_INTACT_KEY, "1", nx=True))
     except Exception as exc:  # the broker is down: the next tick looks again
         broker.trip(exc)

@@ -185,7 +185,7 @@ class ActorStatistic(StepRun):
     """How each actor has fared per step: aggregated from StepRuns, shown in the admin.
 
     A proxy with no table of its own (nothing is written per step): see
-    `runner.steps.actor_stat_rows`, the same figures the retry with another actor uses.
+    `runner.steps.actor_stats.actor_stat_rows`, the figures the retry with another actor uses.
     """
 
     class Meta:

@@ -6,15 +6,28 @@ task's commit, so a slow mail server never holds up a run.
 
 from __future__ import annotations
 
+from celery import current_app
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import EmailMessage, get_connection
+from django.db import transaction
 from django.urls import reverse
 
 from .models import HumanTask
 from .status import TaskStatus
 
 EXCERPT_CHARS = 1200
+
+# runner.tasks.email_task_reviewers, sent by its name: the tasks module imports this one.
+EMAIL_TASK = "runner.email_task_reviewers"
+
+
+def mail_reviewers_on_commit(task: HumanTask) -> None:
+    """Have a worker mail the reviewers of the task's group, once the current transaction
+    commits (with TASK_EMAILS on); for a task just created for a group, or escalated to it."""
+    if settings.TASK_EMAILS:
+        task_id = task.pk
+        transaction.on_commit(lambda: current_app.send_task(EMAIL_TASK, (task_id,)))
 
 
 def task_email_reviewers(*, task_id: int) -> int:

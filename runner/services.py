@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from workflows import engine
 from workflows.models import Recipe, RecipeVersion
 
-from . import events, fast_commit
-from .claims import SCRIPTED_TIMEOUT, version_graph
-from .execution import send_on_commit
+from . import dispatch, events, store
+from .claims import SCRIPTED_TIMEOUT
 from .human import tasks_close_for_run
 from .inputs import InputsInvalid, check_inputs
-from .models import Run, RunEvent
+from .models import Run
 from .status import TERMINAL, Outcome, RunStatus
+from .versions import version_graph
 
 
 class RunNotStartable(Exception):
@@ -103,7 +103,6 @@ def run_start(
     checked_inputs = check_inputs(document.get("inputs", {}), inputs)
     checked_script = check_script(script, graph)
     state = engine.RunState.start(graph, checked_inputs, max_steps=settings.RUN_MAX_STEPS)
-    queued = [("run.queued", {"status": RunStatus.QUEUED, "version": pinned.number})]
     run = Run(
         recipe=recipe,
         version=pinned,
@@ -112,35 +111,23 @@ def run_start(
         script=checked_script,
         state=state.to_dict(),
         next={"step": graph.steps[0].key},
-        event_seq=len(queued),
         enqueued_at=timezone.now(),
     )
-    if connection.vendor == "postgresql":
-        rows = [RunEvent(type=type_, data=data) for type_, data in queued]
-        fast_commit.start_run(run, rows)  # one statement, as each step's commit
-        send_on_commit(run.pk)  # first: a worker can start while the event is pushed
-        events.push_on_commit(run.pk, user.pk, rows)
-        return run
     with transaction.atomic():
-        run.save(force_insert=True)
-        events.append(run.pk, user.pk, 0, queued)
-        send_on_commit(run.pk)
+        store.start(run, [events.run_queued(version=pinned.number)])
+        dispatch.send_on_commit(run.pk)
     return run
 
 
 def run_cancel(*, run: Run) -> Run:
     """Stop a run before its next step and close its open tasks."""
     with transaction.atomic():
-        locked = Run.objects.select_for_update().get(pk=run.pk)
+        locked = store.lock(run.pk)
         if locked.status in TERMINAL:
             raise RunFinished(f"The run has {locked.status} already.")
         pending = tasks_close_for_run(locked)
-        locked.status, locked.outcome = RunStatus.CANCELLED, Outcome.CANCELLED
-        locked.next, locked.lease_token, locked.lease_expires_at = {}, "", None
-        locked.finished_at = timezone.now()
         pending.append(
-            ("run.finished", {"status": locked.status, "outcome": locked.outcome, "error": ""})
+            events.run_finished(status=RunStatus.CANCELLED, outcome=Outcome.CANCELLED, error="")
         )
-        events.record(locked, pending)
-        locked.save()
+        store.cancel(locked, pending)
     return locked

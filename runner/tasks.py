@@ -7,7 +7,7 @@ import random
 
 from celery import Task, shared_task
 
-from . import execution, maintenance, notifications
+from . import advance, dispatch, maintenance, notifications
 from .human import tasks_expire
 
 log = logging.getLogger(__name__)
@@ -33,8 +33,8 @@ def advance_run(self: Task, run_id: int, resume_token: str = "") -> None:
     takes back the lease it held (`resume_token`) instead of waiting for it to run out.
     """
     try:
-        execution.advance(run_id, resume_token=resume_token)
-    except execution.Interrupted as exc:
+        advance.advance(run_id, resume_token=resume_token)
+    except advance.Interrupted as exc:
         if self.request.retries >= RETRY_ATTEMPTS:
             log.error(
                 "run %s: still interrupted after %d retries; left to the reaper",
@@ -48,7 +48,7 @@ def advance_run(self: Task, run_id: int, resume_token: str = "") -> None:
             kwargs={"resume_token": exc.token},
             countdown=retry_delay(self.request.retries),
             max_retries=RETRY_ATTEMPTS,
-            priority=execution.RECOVERY_PRIORITY,
+            priority=dispatch.RECOVERY_PRIORITY,
             exc=exc,
         ) from None
 
@@ -65,7 +65,7 @@ def expire_tasks() -> int:
     return tasks_expire()
 
 
-@shared_task(name="runner.email_task_reviewers")
+@shared_task(name=notifications.EMAIL_TASK)
 def email_task_reviewers(task_id: int) -> int:
     """E-mail the reviewers of an open task's group (a second delivery mails them again)."""
     return notifications.task_email_reviewers(task_id=task_id)

@@ -14,6 +14,7 @@ from django.contrib.auth.models import Group
 from django.db import connection
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
+from django.test import Client
 from rest_framework.test import APIClient
 
 from config.celery import app as celery_app
@@ -87,6 +88,14 @@ def staff_user(db: None) -> Any:
 @pytest.fixture
 def superuser(db: None) -> Any:
     return UserFactory(username="root", superuser=True)
+
+
+@pytest.fixture
+def admin_client(superuser: Any) -> Client:
+    """The Django admin, signed in as `superuser` (in place of pytest-django's own)."""
+    client = Client()
+    client.force_login(superuser)
+    return client
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 from typing import Any
 
 import factory
@@ -158,4 +159,25 @@ def chain_document(
             }
             for i, key in enumerate(keys, start=1)
         ],
+    }
+
+
+def openai_actor(**fields: Any) -> dict[str, Any]:
+    """Return the fields of an OpenAI-compatible actor named `remote`, for the API or the ORM."""
+    return {"name": "remote", "provider": "openai", "model": "gpt-4o-mini", **fields}
+
+
+def admin_form_data(actor: Actor) -> dict[str, Any]:
+    """Return the admin form's fields for `actor`, as a browser would post them."""
+    return {
+        "name": actor.name,
+        "kind": actor.kind,
+        "provider": actor.provider,
+        "model": actor.model,
+        "base_url": actor.base_url,
+        "api_key_env": actor.api_key_env,
+        "params": json.dumps(actor.params or {}),
+        "timeout_s": actor.timeout_s,
+        "group": actor.group_id or "",
+        "config": json.dumps(actor.config or {}),
     }

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.contrib.auth.models import Group
 
+from . import engine
 from .models import Actor, Branch, Recipe, RecipeActor, Step
 from .recipe_format import FORMAT
 
@@ -98,7 +99,7 @@ def write_recipe_rows(
             recipe=recipe,
             key=step_doc["key"],
             name=step_doc["name"],
-            kind=step_doc.get("kind", Step.Kind.LLM),
+            kind=step_doc.get("kind", engine.DEFAULT_STEP_KIND.name),
             actor_alias=step_doc.get("actor") or "",
             prompt=step_doc.get("prompt", ""),
             timeout_s=step_doc.get("timeout_s"),

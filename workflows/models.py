@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 
+from . import engine
 from .actor_spec import ActorFields, Problem, actor_problems
 from .actor_urls import settings_allowlist
 
@@ -162,16 +163,15 @@ class RecipeActor(models.Model):
 class Step(models.Model):
     """A node of the recipe graph."""
 
-    class Kind(models.TextChoices):
-        LLM = "llm", "LLM"
-        HUMAN = "human", "Human review"
-        DECISION_TREE = "decision_tree", "Decision tree"
-        CLASSIFY = "classify", "Classify"
-
     recipe = models.ForeignKey(Recipe, on_delete=models.CASCADE, related_name="steps")
     key = models.CharField(max_length=100, validators=[STEP_KEY_VALIDATOR])
     name = models.CharField(max_length=200)
-    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.LLM)
+    # The engine's step kinds, with their labels (a new kind needs a choices-only migration).
+    kind = models.CharField(
+        max_length=20,
+        choices=[(kind.name, kind.label) for kind in engine.STEP_KINDS],
+        default=engine.DEFAULT_STEP_KIND.name,
+    )
     actor_alias = models.CharField(max_length=100, blank=True)
     prompt = models.TextField(blank=True)
     timeout_s = models.PositiveIntegerField(null=True, blank=True)

@@ -142,7 +142,7 @@ def check_document(doc: dict[str, Any]) -> CheckedDocument:
     actors, actor_errors = _resolve_actors(doc)
     errors += actor_errors
     if graph is not None and not actor_errors:
-        errors += _actor_kind_errors(graph, actors, doc["steps"])
+        errors += _actor_kind_errors(graph, actors)
     if errors or graph is None:
         raise RecipeRejected(errors or ["$: the recipe is not valid"])
     return CheckedDocument(document=doc, graph=graph, actors=actors)
@@ -182,25 +182,20 @@ def _is_human(target: Actor | Group) -> bool:
     return isinstance(target, Group) or target.kind == Actor.Kind.HUMAN
 
 
-def _actor_kind_errors(
-    graph: engine.RecipeGraph,
-    actors: dict[str, Actor | Group],
-    document_steps: list[dict[str, Any]],
-) -> list[str]:
+def _actor_kind_errors(graph: engine.RecipeGraph, actors: dict[str, Actor | Group]) -> list[str]:
+    """Check that each step's actor is what its kind needs: a model or a reviewer group."""
     errors = []
     for i, step in enumerate(graph.steps):
+        kind = engine.step_kind(step.kind)
+        needs = kind.actor_kind if kind is not None else None
         target = actors.get(step.actor) if step.actor else None
-        if step.kind == "human":
-            if target is None or not _is_human(target):
-                errors.append(f"steps[{i}].actor: a human step needs a reviewer group actor")
-            escalate_to = document_steps[i].get("escalate_to")
-            if escalate_to and not (escalate_to in actors and _is_human(actors[escalate_to])):
-                errors.append(
-                    f"steps[{i}].escalate_to: '{escalate_to}' is not a reviewer group alias"
-                )
-        elif step.kind in ("llm", "classify"):
-            if target is None:
-                errors.append(f"steps[{i}].actor: a {step.kind} step needs an actor")
-            elif _is_human(target):
-                errors.append(f"steps[{i}].actor: '{step.actor}' is a reviewer group, not a model")
+        if needs == "reviewers" and (target is None or not _is_human(target)):
+            errors.append(f"steps[{i}].actor: a {step.kind} step needs a reviewer group actor")
+        elif needs == "model" and target is None:
+            errors.append(f"steps[{i}].actor: a {step.kind} step needs an actor")
+        elif needs == "model" and target is not None and _is_human(target):
+            errors.append(f"steps[{i}].actor: '{step.actor}' is a reviewer group, not a model")
+        escalate_to = step.escalate_to
+        if escalate_to and not (escalate_to in actors and _is_human(actors[escalate_to])):
+            errors.append(f"steps[{i}].escalate_to: '{escalate_to}' is not a reviewer group alias")
     return errors

@@ -24,13 +24,11 @@ from workflows.selectors import recipe_get
 from workflows.services import RecipeConflict
 from workflows.validators import RecipeRejected, json_value_errors, whole_number
 
-from ..forms import (
-    BranchPanel,
-    DocumentContext,
-    ImportForm,
-    RecipeSettings,
-    StepForm,
-)
+from ..catalog import catalog
+from ..forms.branch import BranchPanel
+from ..forms.document import DocumentContext
+from ..forms.recipe import ImportForm, RecipeSettings
+from ..forms.step import StepForm
 from ..selectors import (
     document_outline,
     document_problems,
@@ -121,6 +119,8 @@ def recipe_editor(request: HttpRequest, slug: str) -> HttpResponse:
             "document": document,
             "outline": document_outline(document),
             "config": editor_config(recipe),
+            # The canvas labels, the step kinds offered: drawn from the engine's catalog.
+            "catalog": catalog(),
             "latest_version": latest,
         },
     )

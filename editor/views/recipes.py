@@ -12,7 +12,7 @@ from workflows.selectors import recipes_listed
 from workflows.services import RecipeConflict, recipe_import
 from workflows.validators import RecipeRejected
 
-from ..forms import ImportForm, NewRecipeForm
+from ..forms.recipe import ImportForm, NewRecipeForm
 from ..services import recipe_create
 
 

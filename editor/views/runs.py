@@ -25,7 +25,8 @@ from runner.status import TERMINAL, RunStatus
 from workflows import engine
 from workflows.selectors import recipe_get, recipes_visible_to
 
-from .testing import TestRunForm
+from ..catalog import catalog
+from ..forms.testrun import TestRunForm
 
 MONITOR = "runs/monitor.html"
 RUNS_PER_PAGE = 50
@@ -117,6 +118,8 @@ def run_monitor(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
             "cardUrl": reverse("run-step-card", args=[run.pk, 0]),
             "headerUrl": reverse("run-header", args=[run.pk]),
         },
+        # The graph's labels are drawn from the catalog.
+        "catalog": catalog(),
     }
     return render(request, MONITOR, context)
 

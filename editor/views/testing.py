@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django import forms
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -23,7 +22,7 @@ from workflows.adapters import document_from_recipe
 from workflows.models import Recipe
 from workflows.validators import whole_number
 
-from ..forms import RecipeTestForm, StorableJSONField, split_answers
+from ..forms.testrun import RecipeTestForm, TestRunForm
 from ..models import RecipeTest
 from ..selectors import branch_coverage, recipe_tests, run_path
 from ..services import (
@@ -36,83 +35,6 @@ from .editor import editable_recipe
 
 PANELS = "editor/panels.html"
 TESTS = "editor/recipe_tests.html"
-
-
-class TestRunForm(forms.Form):
-    """Inputs and scripted answers for a dry run, built from the version's inputs and actors."""
-
-    def __init__(self, *args: Any, document: dict[str, Any], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.input_names: list[str] = []
-        self.aliases: list[tuple[str, str]] = []
-        inputs = document.get("inputs") if isinstance(document.get("inputs"), dict) else {}
-        for name, spec in inputs.items():
-            spec = spec if isinstance(spec, dict) else {}
-            kind = spec.get("type", "string")
-            required = bool(spec.get("required")) and spec.get("default") is None
-            label = f"{name} ({kind})"
-            field: forms.Field
-            if kind == "number":
-                field = forms.FloatField(required=required, label=label)
-            elif kind == "integer":
-                field = forms.IntegerField(required=required, label=label)
-            elif kind == "boolean":
-                field = forms.BooleanField(required=False, label=label)
-            elif kind in ("object", "array"):
-                field = StorableJSONField(required=required, label=f"{label}, JSON")
-            else:
-                field = forms.CharField(
-                    required=required,
-                    label=label,
-                    strip=False,
-                    widget=forms.Textarea(attrs={"rows": 2}),
-                )
-            if spec.get("description"):
-                field.help_text = spec["description"]
-            self.fields[f"input_{name}"] = field
-            self.input_names.append(name)
-        actors = document.get("actors") if isinstance(document.get("actors"), dict) else {}
-        for alias, reference in actors.items():
-            self.fields[f"script_{alias}"] = forms.CharField(
-                required=False,
-                strip=False,
-                label=f"Answers of {alias} ({reference})",
-                widget=forms.Textarea(attrs={"rows": 3}),
-                help_text="One answer per block, blocks separated by a line of ---; the last "
-                "repeats. Reviewers answer approve, reject, or revise: comment.",
-            )
-            self.aliases.append((alias, str(reference)))
-
-    @property
-    def input_fields(self) -> list[forms.BoundField]:
-        return [self[f"input_{n}"] for n in self.input_names]
-
-    @property
-    def script_fields(self) -> list[forms.BoundField]:
-        return [self[f"script_{a}"] for a, _ in self.aliases]
-
-    def inputs(self) -> dict[str, Any]:
-        values = {}
-        for name in self.input_names:
-            value = self.cleaned_data.get(f"input_{name}")
-            if value not in (None, ""):
-                values[name] = value
-        return values
-
-    def script(self) -> dict[str, list[str]]:
-        script = {}
-        for alias, _ in self.aliases:
-            answers = split_answers(self.cleaned_data.get(f"script_{alias}") or "")
-            if answers:
-                script[alias] = answers
-        return script
-
-    def add_run_errors(self, errors: list[str]) -> None:
-        for error in errors:
-            path, _, message = error.partition(": ")
-            head, _, name = path.partition(".")
-            field = {"inputs": f"input_{name}", "script": f"script_{name}"}.get(head)
-            self.add_error(field if field in self.fields else None, message or error)
 
 
 def _latest_document(recipe: Recipe) -> tuple[Any, dict[str, Any] | None]:

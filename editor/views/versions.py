@@ -21,7 +21,7 @@ from workflows.services import RecipeConflict, recipe_publish
 from workflows.validators import RecipeRejected, whole_number
 
 from ..diff import documents_diff
-from ..forms import PublishForm
+from ..forms.recipe import PublishForm
 from ..services import recipe_version_restore
 from .editor import editable_recipe
 

@@ -10,18 +10,17 @@ its caller and the runner cannot do without:
 - a cap on response size, and clear errors for bodies that are not what the API promises;
 - the SSRF guard of ``urls.py`` applied to every connection, not only to the configured URL.
 
+The connection guard, the watchdog and the byte ceiling are the transport of ``guarded_http.py``.
+
 The response bodies are parsed here rather than by the SDK's lenient model construction,
 so a malformed body becomes a clear ProviderError instead of an AttributeError later.
 """
 
 from __future__ import annotations
 
-import contextlib
 import email.utils
 import json
 import random
-import socket
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn, cast
@@ -39,7 +38,8 @@ from .base import (
     ProviderTimeoutError,
     TokenCallback,
 )
-from .urls import DEFAULT_ALLOWLIST, Allowlist, check_base_url, connect_addresses, parse_allowlist
+from .guarded_http import BodyTooLarge, DeadlinePassed, GuardedTransport
+from .urls import DEFAULT_ALLOWLIST, check_base_url, parse_allowlist
 
 MAX_RESPONSE_CHARS = 200_000
 # Hard ceiling on any body, streamed or not: SSE wraps every few characters in a JSON
@@ -72,14 +72,6 @@ class _Secret:
         return "'***'"
 
 
-class _BodyTooLarge(Exception):
-    """Signal from the transport: the body went past the byte ceiling."""
-
-
-class _DeadlinePassed(Exception):
-    """Signal from the transport: the call's time budget ran out while reading."""
-
-
 class _Failure(Exception):
     """Describe one failed attempt; the retry loop turns the last one into a ProviderError."""
 
@@ -100,138 +92,6 @@ class _Failure(Exception):
         self.kind = kind  # "error", "timeout" or "config"
         self.status_code = status_code
         self.retry_after = retry_after
-
-
-class _Watchdog:
-    """Shut a response's socket down at the deadline, so a stalled read returns at once.
-
-    A read timeout alone is not enough: it bounds each read, not the sum of them, so a
-    server that stalls after trickling for a while would hold the worker past the budget.
-    """
-
-    def __init__(self, sock: socket.socket, delay: float) -> None:
-        self.fired = threading.Event()
-        self._sock = sock
-        self._timer = threading.Timer(max(delay, 0.0), self._cut)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def _cut(self) -> None:
-        self.fired.set()
-        # The base-class method, so that on a TLS socket the SSL object is left alone for
-        # the reading thread, which then sees a plain end of stream.
-        with contextlib.suppress(OSError):
-            socket.socket.shutdown(self._sock, socket.SHUT_RDWR)
-
-    def cancel(self) -> None:
-        """Stop the timer; the response was read or dropped in time."""
-        self._timer.cancel()
-
-
-class _GuardedStream(httpx.SyncByteStream):
-    """Wrap a response body: enforce the byte ceiling and the deadline between chunks."""
-
-    def __init__(
-        self,
-        inner: httpx.SyncByteStream,
-        *,
-        deadline: float,
-        max_bytes: int,
-        watchdog: _Watchdog | None,
-    ) -> None:
-        self._inner = inner
-        self._deadline = deadline
-        self._max_bytes = max_bytes
-        self._watchdog = watchdog
-
-    def __iter__(self) -> Iterator[bytes]:
-        received = 0
-        try:
-            for chunk in self._inner:
-                received += len(chunk)
-                if received > self._max_bytes:
-                    raise _BodyTooLarge(f"response body exceeded {self._max_bytes} bytes")
-                if time.monotonic() > self._deadline:
-                    raise _DeadlinePassed()
-                yield chunk
-        except httpx.TransportError as exc:
-            if self._cut_short():
-                raise _DeadlinePassed() from exc
-            raise
-        # A body without a length ends at end of stream, which is also what the watchdog's
-        # shutdown looks like: a cut body must not pass for a complete one.
-        if self._cut_short():
-            raise _DeadlinePassed()
-
-    def _cut_short(self) -> bool:
-        fired = self._watchdog is not None and self._watchdog.fired.is_set()
-        return fired or time.monotonic() >= self._deadline
-
-    def close(self) -> None:
-        if self._watchdog is not None:
-            self._watchdog.cancel()
-        self._inner.close()
-
-
-class _GuardedTransport(httpx.BaseTransport):
-    """Connect only to checked addresses, and guard every response body (see _GuardedStream)."""
-
-    def __init__(self, *, allowlist: Allowlist, deadline: float, max_body_bytes: int) -> None:
-        self._inner = httpx.HTTPTransport()
-        self._allowlist = allowlist
-        self._deadline = deadline
-        self._max_body_bytes = max_body_bytes
-        self._watchdogs: list[_Watchdog] = []
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        url = request.url
-        port = url.port or (443 if url.scheme == "https" else 80)
-        addresses = connect_addresses(url.host, port, self._allowlist)
-        if addresses is None:
-            response = self._inner.handle_request(request)
-        else:
-            response = self._send_pinned(request, addresses)
-        watchdog = None
-        network_stream = response.extensions.get("network_stream")
-        sock = network_stream.get_extra_info("socket") if network_stream is not None else None
-        if isinstance(sock, socket.socket):
-            watchdog = _Watchdog(sock, self._deadline - time.monotonic())
-            self._watchdogs.append(watchdog)
-        assert isinstance(response.stream, httpx.SyncByteStream)
-        return httpx.Response(
-            status_code=response.status_code,
-            headers=response.headers,
-            stream=_GuardedStream(
-                response.stream,
-                deadline=self._deadline,
-                max_bytes=self._max_body_bytes,
-                watchdog=watchdog,
-            ),
-            extensions=response.extensions,
-        )
-
-    def _send_pinned(self, request: httpx.Request, addresses: list[str]) -> httpx.Response:
-        """Send to the checked addresses in turn, keeping the name for Host and TLS."""
-        original_url = request.url
-        if original_url.scheme == "https":
-            request.extensions = {"sni_hostname": original_url.host, **request.extensions}
-        last_error: httpx.ConnectError | None = None
-        for address in addresses:
-            request.url = original_url.copy_with(host=address)
-            try:
-                return self._inner.handle_request(request)
-            except httpx.ConnectError as exc:
-                # Nothing was sent yet, so the next address is as safe to try as the first.
-                last_error = exc
-            finally:
-                request.url = original_url
-        assert last_error is not None
-        raise last_error
-
-    def close(self) -> None:
-        for watchdog in self._watchdogs:
-            watchdog.cancel()
-        self._inner.close()
 
 
 class OpenAICompatibleProvider:
@@ -335,7 +195,7 @@ class OpenAICompatibleProvider:
         if request.system:
             messages.append({"role": "system", "content": request.system})
         messages.append({"role": "user", "content": request.prompt})
-        transport = _GuardedTransport(
+        transport = GuardedTransport(
             allowlist=self._allowlist, deadline=deadline, max_body_bytes=self.max_body_bytes
         )
         timeout = httpx.Timeout(
@@ -397,7 +257,7 @@ class OpenAICompatibleProvider:
     ) -> tuple[str, int | None, int | None, str | None]:
         try:
             body = response.read()
-        except (httpx.HTTPError, _BodyTooLarge, _DeadlinePassed, ProviderError) as exc:
+        except (httpx.HTTPError, BodyTooLarge, DeadlinePassed, ProviderError) as exc:
             raise _transport_failure(exc, self.connect_timeout) from exc
         try:
             data = json.loads(body)
@@ -528,7 +388,7 @@ def _chunks(stream: openai.Stream[Any], deadline: float, connect_timeout: float)
             raise _Failure(
                 "sent a stream event that is not valid JSON", retryable=False, detail=str(exc)
             ) from exc
-        except (httpx.HTTPError, _BodyTooLarge, _DeadlinePassed, ProviderError) as exc:
+        except (httpx.HTTPError, BodyTooLarge, DeadlinePassed, ProviderError) as exc:
             raise _transport_failure(exc, connect_timeout) from exc
         if time.monotonic() > deadline:
             raise _Failure("did not answer", retryable=True, kind="timeout")
@@ -538,9 +398,9 @@ def _chunks(stream: openai.Stream[Any], deadline: float, connect_timeout: float)
 def _transport_failure(exc: BaseException, connect_timeout: float) -> _Failure:
     """Classify a failure below HTTP status level: connection, timeout, size, SSRF refusal."""
     for cause in _causes(exc):
-        if isinstance(cause, _DeadlinePassed):
+        if isinstance(cause, DeadlinePassed):
             return _Failure("did not answer", retryable=True, kind="timeout")
-        if isinstance(cause, _BodyTooLarge):
+        if isinstance(cause, BodyTooLarge):
             return _Failure(str(cause), retryable=False)
         if isinstance(cause, ProviderConfigError):
             return _Failure(str(cause), retryable=False, kind="config")

@@ -7,6 +7,7 @@
  * again from the server (prompt, response, metrics, evaluations), and so is the header when
  * the run's status changes. The graph highlights the steps visited and the branches taken.
  */
+import { COMPLETE_ID, END_ID, toElements } from "../editor/recipe-graph.js";
 import { loadPartial } from "./partials.js";
 import { RunSocket } from "./socket.js";
 
@@ -115,7 +116,7 @@ function cardOfTask(task) {
 
 function createGraph(doc, path) {
   const container = document.getElementById("run-graph");
-  if (!window.cytoscape || !window.RecipeGraph) {
+  if (!window.cytoscape) {
     container.textContent = "The graph library is not installed here (make vendor).";
     return null;
   }
@@ -123,7 +124,7 @@ function createGraph(doc, path) {
     window.cytoscape.use(window.cytoscapeDagre);
     window.cytoscape.__branchlineDagre = true;
   }
-  const { elements } = window.RecipeGraph.toElements(doc);
+  const { elements } = toElements(doc);
   const cy = window.cytoscape({
     container,
     elements,
@@ -177,8 +178,7 @@ function createGraph(doc, path) {
     },
     finish(status) {
       cy.nodes(".current").removeClass("current");
-      const id = status === "succeeded" ? window.RecipeGraph.COMPLETE_ID
-        : status === "ended" ? window.RecipeGraph.END_ID : null;
+      const id = status === "succeeded" ? COMPLETE_ID : status === "ended" ? END_ID : null;
       if (id) cy.getElementById(id).addClass("visited");
     },
   };

@@ -16,7 +16,10 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from tests.factories import UserFactory
+from tests.editor.conftest import STORY, story_document
+from tests.factories import ActorFactory, GroupFactory, UserFactory
+from workflows.models import Recipe
+from workflows.services import recipe_import
 
 # A test module imports the live-app fixtures' module before naming it in `pytest_plugins`:
 # registered here, before that import, it is rewritten like a plugin and pytest does not warn.
@@ -54,6 +57,13 @@ def chromium() -> Iterator[Any]:
 
 
 @pytest.fixture
+def artifacts() -> Path:
+    """Return the folder for screenshots (kept after the run; not committed)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture
 def run_worker(celery_worker: Any) -> Any:
     """A Celery worker thread in this process, so runs started from the pages execute."""
     return celery_worker
@@ -62,6 +72,20 @@ def run_worker(celery_worker: Any) -> Any:
 @pytest.fixture
 def e2e_user(transactional_db: None) -> Any:
     return UserFactory(username="author")
+
+
+@pytest.fixture
+def story_actors(transactional_db: None) -> None:
+    """The actors and reviewer group the editor tests' story recipe names."""
+    GroupFactory(name="editor-reviewers")
+    ActorFactory(name="editor-writer", config={"replies": [STORY]})
+    ActorFactory(name="editor-judge", config={"replies": ["9"]})
+
+
+@pytest.fixture
+def story(e2e_user: Any, story_actors: None) -> Recipe:
+    """The editor tests' story recipe (tests/editor/conftest.py), as a draft."""
+    return recipe_import(user=e2e_user, data=story_document()).recipe
 
 
 class BrowserPage:

@@ -4,7 +4,7 @@
 layer (websockets included), on a SQLite file this session migrates and seeds with the demo
 (users `demo` and `reviewer`, given passwords here); `login(username)` opens a signed-in browser
 context; `stub_llm` is an OpenAI-compatible stub the server may call, for actors whose answers
-must stream slowly. Without Chromium the tests are skipped, unless CI=true, where that fails.
+must stream slowly. Chromium is the conftest's `chromium`, one per session.
 
 A test module loads them with `pytest_plugins = ("tests.e2e.live_app",)`.
 """
@@ -12,7 +12,6 @@ A test module loads them with `pytest_plugins = ("tests.e2e.live_app",)`.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -26,9 +25,6 @@ from tests.live_server import LiveServer, free_port
 from tests.runner.providers.stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-gpu"]
 PASSWORDS = {"demo": "e2e-demo-password", "reviewer": "e2e-reviewer-password"}
 
 SET_PASSWORDS = """
@@ -58,15 +54,6 @@ class AppServer:
             text=True,
         )
         return done.stdout
-
-
-@pytest.fixture(scope="session")
-def chromium_path() -> str:
-    if not shutil.which(CHROMIUM):
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"Chromium is missing at {CHROMIUM}: install it (apt install chromium)")
-        pytest.skip(f"Chromium is not installed at {CHROMIUM}")
-    return CHROMIUM
 
 
 @pytest.fixture(scope="session")
@@ -104,34 +91,6 @@ def app_server(
         yield server
 
 
-@pytest.fixture(scope="session")
-def live_browser(request: pytest.FixtureRequest, chromium_path: str) -> Iterator[Any]:
-    """Return Chromium: the conftest's `chromium` if it has one, else one launched here.
-
-    Playwright's sync API runs one instance per thread: a second one in the same session fails.
-    """
-    try:
-        yield request.getfixturevalue("chromium")
-        return
-    except pytest.FixtureLookupError:
-        pass
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS
-        )
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def artifacts() -> Path:
-    """Return the folder for screenshots (kept after the run; not committed)."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    return ARTIFACTS
-
-
 class Session:
     """One user's browser context, logged in, collecting the page errors it sees."""
 
@@ -159,12 +118,12 @@ class Session:
 
 
 @pytest.fixture
-def login(live_browser: Any, app_server: AppServer) -> Iterator[Any]:
+def login(chromium: Any, app_server: AppServer) -> Iterator[Any]:
     """Return `login(username)`: a new browser context signed in as that demo user."""
     sessions: list[Session] = []
 
     def open_session(username: str) -> Session:
-        session = Session(live_browser, app_server, username)
+        session = Session(chromium, app_server, username)
         sessions.append(session)
         return session
 

@@ -6,18 +6,16 @@ import copy
 from typing import Any
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.http import QueryDict
 
-from editor.forms import (
-    BranchPanel,
-    DocumentContext,
-    RecipeSettings,
-    StepForm,
-    initial_tree,
-    posted_tree,
-    split_answers,
-    tree_apply,
-)
+from editor.catalog import new_operand
+from editor.forms.branch import BranchPanel
+from editor.forms.condition_tree import initial_tree, posted_tree, tree_apply
+from editor.forms.document import DocumentContext
+from editor.forms.recipe import ImportForm, RecipeSettings
+from editor.forms.step import StepForm
+from editor.forms.testrun import split_answers
 from tests.factories import ActorFactory
 
 from .conftest import story_document
@@ -151,6 +149,19 @@ class TestStepForm:
         assert form.actors_added == {"poet": "poet:latest"}
         assert form.result["actor"] == "poet"
 
+    def test_it_writes_a_human_steps_escalation(self, story: Any) -> None:
+        doc = story_document()
+        context = DocumentContext(doc)
+        form = StepForm(step_data(doc, 1, escalate_to="editors"), context=context, index=1)
+        assert form.is_valid(), form.errors
+        assert form.result["escalate_to"] == "editors"
+        form = StepForm(step_data(doc, 1, escalate_to="writer"), context=context, index=1)
+        assert not form.is_valid()
+        assert "'writer' is not a reviewer group alias" in form.errors["escalate_to"][0]
+        form = StepForm(step_data(doc, 1), context=context, index=1)
+        assert form.is_valid(), form.errors
+        assert "escalate_to" not in form.result
+
     def test_it_accepts_a_renamed_key_that_other_branches_lead_to(self, story: Any) -> None:
         doc = story_document()
         form = StepForm(step_data(doc, 1, key="check"), context=DocumentContext(doc), index=1)
@@ -238,14 +249,33 @@ class TestConditionBuilder:
         assert "invalid regex" in nested.errors["value"][0]
 
     @pytest.mark.parametrize(
-        ("when", "message"),
+        ("when", "field", "message"),
         [
-            ({"type": "length_check", "operator": "less_than", "value": "many"}, "Enter a number"),
-            ({"type": "pattern_match", "operator": "contains", "value": ""}, "Enter a value"),
-            ({"type": "field_compare", "operator": "less_than", "value": 1}, "Name the field"),
+            (
+                {"type": "length_check", "operator": "less_than", "value": "many"},
+                "value",
+                "must be a number, got 'many'",
+            ),
+            (
+                {"type": "pattern_match", "operator": "contains", "value": ""},
+                "value",
+                "This field is required.",
+            ),
+            (
+                {"type": "field_compare", "operator": "less_than", "value": 1},
+                "field",
+                "This field is required.",
+            ),
+            (
+                {"type": "execution_error", "operator": "contains", "value": ""},
+                "value",
+                "must be the text to look for in the error",
+            ),
         ],
     )
-    def test_it_refuses_incomplete_conditions(self, story: Any, when: dict, message: str) -> None:
+    def test_it_refuses_incomplete_conditions_beside_the_field(
+        self, story: Any, when: dict, field: str, message: str
+    ) -> None:
         doc = story_document()
         panel = BranchPanel(
             context=DocumentContext(doc),
@@ -254,8 +284,7 @@ class TestConditionBuilder:
             data=branch_data(doc, 0, 0, when=when),
         )
         assert not panel.is_valid()
-        errors = [e for errs in panel.condition.form.errors.values() for e in errs]
-        assert any(message in e for e in errors), errors
+        assert panel.condition.form.errors[field] == [message]
 
     def test_a_leaf_turned_into_and_becomes_its_first_operand(self) -> None:
         data = QueryDict(mutable=True)
@@ -282,7 +311,11 @@ class TestConditionBuilder:
         tree = tree_apply(tree, "add:c")
         assert len(tree["children"]) == 2
         tree = tree_apply(tree, "remove:c.0")
-        assert [c["initial"]["type"] for c in tree["children"]] == ["length_check"]
+        added = tree["children"][0]["initial"]
+        assert (added["type"], added["operator"]) == (
+            new_operand()["type"],
+            new_operand()["operator"],
+        )
         tree = tree_apply(tree, "remove:c.0")
         assert len(tree["children"]) == 1  # a combination keeps one operand
 
@@ -429,10 +462,6 @@ def test_a_recipe_without_steps_opens_its_settings(story: Any) -> None:
 def test_the_import_form_refuses_a_file_over_the_size_limit_before_reading_it(
     settings: Any,
 ) -> None:
-    from django.core.files.uploadedfile import SimpleUploadedFile
-
-    from editor.forms import ImportForm
-
     settings.RECIPE_MAX_BYTES = 10
     form = ImportForm(files={"file": SimpleUploadedFile("r.json", b"{" + b" " * 20 + b"}")})
 

@@ -17,16 +17,13 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from editor.forms import (
-    ConditionForm,
-    DocumentContext,
-    InputForm,
-    PrettyJSONField,
-    RecipeTestForm,
-    StorableJSONField,
-)
+from editor.forms import testrun
+from editor.forms.condition import ConditionForm
+from editor.forms.document import DocumentContext
+from editor.forms.fields import PrettyJSONField, StorableJSONField
+from editor.forms.recipe import InputForm
+from editor.forms.testrun import RecipeTestForm
 from editor.models import RecipeTest
-from editor.views import testing
 from runner.models import HumanTask, Run
 from tests.editor.conftest import draft, htmx_post, story_document
 from tests.editor.test_runs_pages import start
@@ -307,7 +304,7 @@ def test_a_condition_keeps_no_unstorable_fields_the_page_carries() -> None:
 def test_a_test_run_refuses_an_object_input_holding_unstorable_text() -> None:
     document = {"inputs": {"meta": {"type": "object", "required": True}}, "actors": {}}
 
-    form = testing.TestRunForm({"input_meta": '{"k": "\\u0000"}'}, document=document)
+    form = testrun.TestRunForm({"input_meta": '{"k": "\\u0000"}'}, document=document)
 
     assert not form.is_valid()
     assert form.errors["input_meta"] == [f"k: {NUL}"]

@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from runner.execution import advance
+from runner.advance import advance
 from runner.models import HumanTask, Run
 from runner.services import run_start
 from runner.status import RunStatus, TaskStatus
@@ -160,6 +160,8 @@ def test_the_monitor_shows_a_finished_run_with_its_outcome(
     assert "The dry-run script</strong> chose <strong" in html
     assert "more owls" in html
     assert "Cancel run" not in html
+    # The graph's labels are drawn from the engine's catalog, as on the editor's canvas.
+    assert '<script id="branchline-catalog" type="application/json">' in html
 
 
 def test_model_output_is_escaped_everywhere_it_is_shown(

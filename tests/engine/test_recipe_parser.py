@@ -149,13 +149,29 @@ def test_it_parses_the_design_example_into_a_graph() -> None:
         "fallback": "…",
     }
     assert first.position == {"x": 80, "y": 120}
-    assert isinstance(first.branches[1].when.compiled, Pattern)
+    assert isinstance(first.branches[1].when.prepared, Pattern)
     assert graph.step("evaluate_quality").branches[0].action == "HUMAN_REVIEW"
     assert graph.step("human_review").options == ("approve", "reject", "revise")
+    assert graph.step("human_review").escalate_to is None
     assert graph.index("human_review") == 2
     assert graph.next_in_sequence("human_review") == graph.step("revise_story")
     assert graph.next_in_sequence("revise_story") is None
     assert graph.last_step().key == "revise_story"
+
+
+def test_it_reads_a_human_steps_escalation() -> None:
+    doc = design_example()
+    doc["steps"][2]["escalate_to"] = "editors"
+    assert parse_recipe(doc).step("human_review").escalate_to == "editors"
+    doc["steps"][2]["escalate_to"] = ""  # no escalation
+    assert parse_recipe(doc).step("human_review").escalate_to is None
+
+
+def test_a_human_decision_after_a_step_without_options_may_name_any_option() -> None:
+    doc = design_example()
+    doc["steps"][0]["branches"][0]["when"] = {"type": "human_decision", "value": "accept"}
+    when = parse_recipe(doc).step("generate_story").branches[0].when
+    assert (when.type, when.value) == ("human_decision", "accept")
 
 
 def test_it_sorts_branches_by_priority_and_canonicalises_aliases() -> None:
@@ -529,11 +545,16 @@ BAD_DOCUMENTS: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] =
     ),
     (
         "unknown step in a human step's material",
-        lambda d: _set(d["steps"][3], material="{steps.draft.response}"),
+        lambda d: _set(d["steps"][2], material="{steps.draft.response}"),
         [
-            "steps[3].material: unknown template name 'steps.draft.response'; "
+            "steps[2].material: unknown template name 'steps.draft.response'; "
             "there is no step 'draft'"
         ],
+    ),
+    (
+        "escalation to an alias the recipe lacks",
+        lambda d: _set(d["steps"][2], escalate_to="leads"),
+        ["steps[2].escalate_to: unknown actor alias 'leads'; declared: editors, judge, writer"],
     ),
     (
         "attribute access in a template",

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from workflows.engine import TemplateError, render, template_names
+from workflows.engine.templating import TemplateContext
 
 CONTEXT = {
     "topic": "dragons",
@@ -88,3 +89,28 @@ def test_it_lists_template_names_in_order_of_first_use() -> None:
 
 def test_it_does_not_reinterpret_substituted_values() -> None:
     assert render("{topic}", {"topic": "{feedback} {{x}}"}) == "{feedback} {{x}}"
+
+
+def test_it_looks_up_a_step_s_answer_only_when_a_template_uses_it() -> None:
+    asked: list[str] = []
+
+    def answer(key: str) -> str:
+        asked.append(key)
+        return f"answer of {key}"
+
+    inputs = {"topic": "dragons", "feedback": "an input", "step1_response": "an input"}
+    context = TemplateContext(inputs, ["draft", "review"], answer, feedback="shorter")
+    assert render("{topic}: {feedback}", context) == "dragons: shorter"
+    assert asked == []
+    assert render("{step1_response} | {steps.review.response}", context) == (
+        "answer of draft | answer of review"
+    )
+    assert asked == ["draft", "review"]
+    assert list(context) == [
+        "topic",
+        "feedback",
+        "step1_response",
+        "steps.draft.response",
+        "step2_response",
+        "steps.review.response",
+    ]

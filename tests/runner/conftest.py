@@ -13,6 +13,7 @@ from django.utils import timezone
 from config.celery import app as celery_app
 from runner.models import Run
 from tests.factories import ActorFactory, GroupFactory, UserFactory
+from tests.runner.event_checks import events_match_their_schema  # noqa: F401 (autouse)
 from workflows.models import Recipe
 from workflows.services import recipe_import, recipe_publish
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from runner import execution, services
+from runner import advance, services
 from runner.actors import ResolvedActor, provider_for
 from runner.providers import ProviderConfigError
 from runner.status import RUNNABLE
@@ -35,7 +35,7 @@ def drive(run: Any) -> Any:
         run.refresh_from_db()
         if run.status not in RUNNABLE:
             return run
-        execution.advance(run.pk, time_slice=60)
+        advance.advance(run.pk, time_slice=60)
     raise AssertionError(f"run {run.pk} did not stop: {run.status}")
 
 

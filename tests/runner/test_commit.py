@@ -1,4 +1,5 @@
-"""A step's commit: fenced by the lease and the step's seq, one UPDATE of the run, in order."""
+"""The run store: a claim and a step's commit, fenced by the lease and the step's seq, one UPDATE
+of the run, in order (through the ORM on SQLite, in one statement on PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from runner import events, execution, fast_commit, services
-from runner.execution import claim_next_step, commit, execute
-from runner.models import BranchEvaluation, Run, RunEvent, StepRun
-from runner.status import RunStatus
-from tests.factories import recipe_document
-from workflows.models import Actor, Recipe, RecipeVersion
+from runner import events, services, store
+from runner.advance import commit
+from runner.models import BranchEvaluation, HumanTask, Run, RunEvent, StepRun
+from runner.publisher import publisher
+from runner.status import RunStatus, StepStatus
+from runner.steps import execute
+from tests.factories import REVIEWERS, WRITER, recipe_document
+from workflows.models import Recipe, RecipeVersion
 from workflows.services import recipe_import, recipe_publish
 
 # Not transactional: the run's Celery message (sent on commit) never leaves.
@@ -61,7 +64,7 @@ def test_a_commit_updates_the_run_once_and_claims_the_next_step(
     user: Any, two_steps: Recipe
 ) -> None:
     run = started(user, two_steps)
-    claim = claim_next_step(run.pk)
+    claim = store.claim(run.pk)
     assert claim is not None
     outcome, decision = execute(claim)
 
@@ -100,29 +103,15 @@ def test_a_commit_updates_the_run_once_and_claims_the_next_step(
     assert run.event_seq == run.events.count()
 
 
-def test_the_claim_reads_the_run_as_the_orm_loads_it(user: Any, two_steps: Recipe) -> None:
-    run = started(user, two_steps)
-    Run.objects.filter(pk=run.pk).update(script={"writer": ["ü"]}, calls={"writer": 2})
-
-    read = execution._run_to_claim(run.pk)
-
-    assert read is not None
-    loaded = Run.objects.get(pk=run.pk)
-    for field in Run._meta.concrete_fields:
-        assert getattr(read, field.attname) == getattr(loaded, field.attname), field.name
-    assert read.version_created_at is not None
-    assert execution._run_to_claim(run.pk + 1000) is None
-
-
 def test_of_two_workers_claiming_a_step_at_once_only_one_takes_it(
     user: Any, two_steps: Recipe, monkeypatch: Any
 ) -> None:
     run = started(user, two_steps)
-    read_by_the_second = execution._run_to_claim(run.pk)  # before the first one's write
+    read_by_the_second = store._read(run.pk)  # before the first one's write
 
-    first = claim_next_step(run.pk)
-    monkeypatch.setattr(execution, "_run_to_claim", lambda run_id: read_by_the_second)
-    second = claim_next_step(run.pk)
+    first = store.claim(run.pk)
+    monkeypatch.setattr(store, "_read", lambda run_id: read_by_the_second)
+    second = store.claim(run.pk)
 
     assert first is not None and second is None
     run.refresh_from_db()
@@ -133,7 +122,7 @@ def test_of_two_workers_claiming_a_step_at_once_only_one_takes_it(
 
 def test_a_worker_whose_lease_was_taken_over_commits_nothing(user: Any, two_steps: Recipe) -> None:
     run = started(user, two_steps)
-    claim = claim_next_step(run.pk)
+    claim = store.claim(run.pk)
     assert claim is not None
     outcome, decision = execute(claim)
     Run.objects.filter(pk=run.pk).update(lease_token="another-worker")
@@ -146,9 +135,46 @@ def test_a_worker_whose_lease_was_taken_over_commits_nothing(user: Any, two_step
     assert RunEvent.objects.filter(run=run).count() == before["event_seq"]
 
 
+def test_a_human_step_whose_lease_was_taken_over_opens_no_task(user: Any, actors: Any) -> None:
+    ask = {
+        "key": "ask",
+        "name": "Ask",
+        "kind": "human",
+        "actor": "editors",
+        "prompt": "Is {topic} a good topic?",
+        "branches": [
+            {
+                "name": "any",
+                "priority": 1,
+                "when": {"type": "default"},
+                "action": "CONTINUE",
+                "target": "@complete",
+            }
+        ],
+    }
+    document = recipe_document(
+        actors={"writer": WRITER, "editors": f"@human:{REVIEWERS}"}, steps=[ask]
+    )
+    recipe = recipe_import(user=user, data=document).recipe
+    recipe_publish(recipe=recipe, user=user)
+    run = started(user, recipe)
+    claim = store.claim(run.pk)
+    assert claim is not None
+    outcome, decision = execute(claim)
+    assert (outcome.status, decision) == (StepStatus.WAITING_HUMAN, None)
+    Run.objects.filter(pk=run.pk).update(lease_token="another-worker")
+    before = Run.objects.values().get(pk=run.pk)
+
+    assert commit(claim, outcome, decision) is None
+
+    assert Run.objects.values().get(pk=run.pk) == before
+    assert not HumanTask.objects.filter(run=run).exists()
+    assert not StepRun.objects.filter(run=run).exists()
+
+
 def test_a_stopped_run_takes_no_step_result(user: Any, two_steps: Recipe) -> None:
     run = started(user, two_steps)
-    claim = claim_next_step(run.pk)
+    claim = store.claim(run.pk)
     assert claim is not None
     outcome, decision = execute(claim)
     services.run_cancel(run=run)
@@ -162,10 +188,10 @@ def test_a_stopped_run_takes_no_step_result(user: Any, two_steps: Recipe) -> Non
 
 def test_events_another_writer_added_since_the_claim_are_kept(user: Any, two_steps: Recipe) -> None:
     run = started(user, two_steps)
-    claim = claim_next_step(run.pk)
+    claim = store.claim(run.pk)
     assert claim is not None
     outcome, decision = execute(claim)
-    events.record(run := Run.objects.get(pk=run.pk), [("note", {})])
+    events.record(run := Run.objects.get(pk=run.pk), [events.run_status(RunStatus.RUNNING)])
     run.save(update_fields=["event_seq"])
 
     following = commit(claim, outcome, decision, go_on=True)
@@ -174,7 +200,7 @@ def test_events_another_writer_added_since_the_claim_are_kept(user: Any, two_ste
     run.refresh_from_db()
     assert list(run.events.values_list("seq", flat=True)) == list(range(1, run.event_seq + 1))
     assert following.event_seq == run.event_seq
-    assert "note" in event_types(run)
+    assert "run.status" in event_types(run)
     assert StepRun.objects.filter(run=run).count() == 1
 
 
@@ -182,13 +208,11 @@ def test_the_pushed_events_are_the_stored_ones(
     user: Any, two_steps: Recipe, monkeypatch: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
     run = started(user, two_steps)
-    claim = claim_next_step(run.pk)
+    claim = store.claim(run.pk)
     assert claim is not None
     outcome, decision = execute(claim)
     sent: list[tuple[str, dict[str, Any]]] = []
-    monkeypatch.setattr(
-        events.publisher, "send", lambda group, message: sent.append((group, message))
-    )
+    monkeypatch.setattr(publisher, "send", lambda group, message: sent.append((group, message)))
 
     with django_capture_on_commit_callbacks(execute=True):
         commit(claim, outcome, decision, go_on=True)
@@ -201,12 +225,31 @@ def test_the_pushed_events_are_the_stored_ones(
     assert step_run.details == outcome.details and step_run.started_at == outcome.started_at
 
 
+def test_a_step_committed_already_is_refused_and_nothing_is_written(
+    user: Any, two_steps: Recipe
+) -> None:
+    run = started(user, two_steps)
+    claim = store.claim(run.pk)
+    assert claim is not None
+    outcome, decision = execute(claim)
+    # A copy of the step committed by a worker presumed dead (its run's row was not moved).
+    StepRun.objects.create(run=run, seq=1, attempt=1, step_key="a", kind="llm", status="failed")
+    before = Run.objects.values().get(pk=run.pk)
+
+    assert commit(claim, outcome, decision, go_on=True) is None
+
+    assert Run.objects.values().get(pk=run.pk) == before
+    assert list(run.steps.values_list("status", flat=True)) == ["failed"]
+    assert not BranchEvaluation.objects.filter(step_run__run=run).exists()
+    assert RunEvent.objects.filter(run=run).count() == before["event_seq"]
+
+
 def prepared_commits() -> int:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE 'WITH fence%%'"
         )
-        return cursor.fetchone()[0]
+        return int(cursor.fetchone()[0])
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's one-statement commit")
@@ -220,44 +263,30 @@ def test_the_one_statement_commit_is_prepared_unless_turned_off(
     if not prepared:  # DATABASE_PREPARED_STATEMENTS=false
         connection.connection.prepare_threshold = None
     try:
-        run = started(user, two_steps)
-        claim = claim_next_step(run.pk)
-        assert claim is not None
-        following = commit(claim, *execute(claim), go_on=True)
-        assert following is not None
-        assert commit(following, *execute(following)) is None
+        # A statement is prepared once it has run `prepare_threshold` times (settings).
+        for _ in range((threshold or 0) + 1):
+            run = started(user, two_steps)
+            claim = store.claim(run.pk)
+            assert claim is not None
+            following = commit(claim, *execute(claim), go_on=True)
+            assert following is not None
+            assert commit(following, *execute(following)) is None
+            run.refresh_from_db()
+            assert (run.status, run.steps.count()) == (RunStatus.SUCCEEDED, 2)
     finally:
         connection.connection.prepare_threshold = threshold
 
-    run.refresh_from_db()
-    assert run.status == RunStatus.SUCCEEDED
-    assert run.steps.count() == 2
     if prepared:
         assert prepared_commits() > before
     else:
         assert prepared_commits() == before
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's prepared reads")
-def test_a_prepared_read_loads_an_actor_as_the_orm_does(actors: Any) -> None:
-    actor = Actor.objects.order_by("pk").first()
-    assert actor is not None
-    Actor.objects.filter(pk=actor.pk).update(params={"temperature": 0.2}, config={"r": ["ü"]})
-
-    read = fast_commit.select_one(Actor, "name", actor.name)
-
-    loaded = Actor.objects.get(pk=actor.pk)
-    assert read is not None
-    for field in Actor._meta.concrete_fields:
-        assert getattr(read, field.attname) == getattr(loaded, field.attname), field.name
-    assert fast_commit.select_one(Actor, "name", "nobody") is None
-
-
 def test_deleting_a_run_deletes_its_steps_evaluations_and_events(
     user: Any, two_steps: Recipe
 ) -> None:
     run = started(user, two_steps)
-    claim = claim_next_step(run.pk)
+    claim = store.claim(run.pk)
     assert claim is not None
     commit(claim, *execute(claim))
     step_run = StepRun.objects.get(run=run)
@@ -274,22 +303,25 @@ def test_a_claim_refuses_a_run_changed_since_it_was_read(
     user: Any, two_steps: Recipe, monkeypatch: Any
 ) -> None:
     run = started(user, two_steps)
-    stale = execution._run_to_claim(run.pk)
+    stale = store._read(run.pk)
     # Another writer moves the run on without a lease: same token, seq and status.
     moved = Run.objects.get(pk=run.pk)
-    events.record(moved, [("note", {})])
+    events.record(moved, [events.run_status(RunStatus.RUNNING)])
     moved.next = {"step": "b"}
     moved.save(update_fields=["event_seq", "next"])
 
-    monkeypatch.setattr(execution, "_run_to_claim", lambda run_id: stale)
-    assert claim_next_step(run.pk) is None
+    monkeypatch.setattr(store, "_read", lambda run_id: stale)
+    assert store.claim(run.pk) is None
 
     run.refresh_from_db()
     assert (run.lease_token, run.claims, run.next) == ("", 0, {"step": "b"})
     assert "step.started" not in event_types(run)
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's prepared statements")
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="a database server that drops the session: SQLite has none",
+)
 @pytest.mark.django_db(transaction=True)
 def test_a_claim_reconnects_when_the_database_dropped_the_connection(
     user: Any, two_steps: Recipe
@@ -301,7 +333,7 @@ def test_a_claim_reconnects_when_the_database_dropped_the_connection(
         other.execute("SELECT pg_terminate_backend(%s)", [backend])
     connection.close_if_unusable_or_obsolete()  # what Celery's Django fixup does before a task
 
-    claim = claim_next_step(run.pk)
+    claim = store.claim(run.pk)
 
     assert claim is not None
     assert connection.connection.info.backend_pid != backend
@@ -313,7 +345,7 @@ def test_a_step_lost_too_many_times_fails_the_run_instead_of_running_again(
     run = started(user, two_steps)
     Run.objects.filter(pk=run.pk).update(claims=settings.RUN_MAX_STEP_CLAIMS, lease_token="gone")
 
-    assert claim_next_step(run.pk) is None
+    assert store.claim(run.pk) is None
 
     run.refresh_from_db()
     assert (run.status, run.outcome, run.next, run.lease_token) == ("failed", "failed", {}, "")
@@ -341,7 +373,7 @@ def test_a_run_whose_version_can_no_longer_be_parsed_fails_with_the_reason(
         document=document, created_at=timezone.now()
     )
 
-    assert claim_next_step(run.pk) is None
+    assert store.claim(run.pk) is None
 
     run.refresh_from_db()
     assert (run.status, run.next, run.lease_token) == ("failed", {}, "")

@@ -18,7 +18,7 @@ from config.asgi import application
 from runner import consumers, events
 from runner.consumers import RunEventsConsumer
 from runner.models import HumanTask, Run, StepRun
-from runner.status import RunStatus, StepStatus
+from runner.status import Outcome, RunStatus, StepStatus
 from tests.factories import GroupFactory, UserFactory
 from tests.live_server import free_port
 from workflows.models import Recipe
@@ -67,20 +67,36 @@ def new_run(recipe: Recipe, user: Any) -> Run:
     )
 
 
-def add_events(run_id: int, count: int, type_: str = "step.started") -> list[int]:
-    """Record `count` events on the run the way the runner does; return their seq numbers."""
+def started(seq: int) -> events.Event:
+    """The `step.started` event of the run's step number `seq`."""
+    return events.step_started(
+        seq=seq, step="write", name="Write", kind="llm", actor="writer", attempt=1
+    )
+
+
+def finished(seq: int) -> events.Event:
+    """The `step.finished` event of the run's step number `seq`."""
+    step_run = StepRun(seq=seq, step_key="write", status=StepStatus.SUCCEEDED, response="Once")
+    return events.step_finished(step_run)
+
+
+RUN_SUCCEEDED = events.run_finished(status=RunStatus.SUCCEEDED, outcome=Outcome.COMPLETED, error="")
+
+
+def add_events(run_id: int, count: int) -> list[int]:
+    """Record `count` steps started on the run the way the runner does; return their seqs."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
-        rows = events.record(run, [(type_, {"n": i}) for i in range(count)])
+        rows = events.record(run, [started(run.event_seq + i) for i in range(1, count + 1)])
         run.save(update_fields=["event_seq"])
     return [row.seq for row in rows]
 
 
-def add_events_unpushed(run_id: int, types: list[str]) -> list[dict[str, Any]]:
+def add_events_unpushed(run_id: int, recorded: list[events.Event]) -> list[dict[str, Any]]:
     """Record events whose pushes never reach the layer (Redis was away, or they are late)."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
-        rows = events.record(run, [(type_, {}) for type_ in types])
+        rows = events.record(run, recorded)
         run.save(update_fields=["event_seq"])
         transaction.get_connection().run_on_commit.clear()
     return [events.serialize_event(row) for row in rows]
@@ -174,7 +190,7 @@ async def test_it_replays_the_events_after_n_then_sends_live_ones(
         "seq": 3,
         "type": "step.started",
         "at": None,
-        "data": {"n": 2},
+        "data": started(3).data,
     }
     assert caught_up == {"type": "replayed", "last": 5}
     assert [e["seq"] for e in live["events"]] == [6, 7]
@@ -252,7 +268,7 @@ async def test_it_fetches_events_a_later_push_overtook(story_recipe: Recipe, own
     communicator = await watch_run(run, owner)
 
     # Events 1 and 2 commit, but only 2 is pushed (its push overtook 1's, from another process).
-    committed = await sync_to_async(add_events_unpushed)(run.pk, ["step.started", "step.finished"])
+    committed = await sync_to_async(add_events_unpushed)(run.pk, [started(1), finished(1)])
     overtaking = committed[1:]
     await get_channel_layer().group_send(
         events.run_group(run.pk), {"type": "run.events", "run": run.pk, "events": overtaking}
@@ -348,11 +364,12 @@ async def test_a_user_outside_the_group_gets_no_tasks(
 # --- the run list ------------------------------------------------------------------------------
 
 
-def set_status(run: Run, status: str, event_type: str = "run.status") -> None:
+def set_status(run: Run, event: events.Event) -> None:
+    """Move the run to the status its `event` tells."""
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(pk=run.pk)
-        locked.status = status
-        events.record(locked, [(event_type, {"status": status})])
+        locked.status = event.data["status"]
+        events.record(locked, [event])
         locked.save(update_fields=["status", "event_seq"])
 
 
@@ -361,7 +378,7 @@ async def test_the_run_list_hears_of_the_users_own_runs(story_recipe: Recipe, ow
     communicator, connected, _ = await connect("/ws/runs/", owner)
     assert connected
 
-    await sync_to_async(set_status)(run, RunStatus.RUNNING, "run.started")
+    await sync_to_async(set_status)(run, events.run_started())
 
     assert await communicator.receive_json_from(timeout=5) == {
         "type": "status",
@@ -390,8 +407,8 @@ async def test_the_run_list_watches_visible_active_runs_only(
 
     await communicator.send_json_to({"watch": [shared.pk, hidden.pk, "x", True]})
     current = await communicator.receive_json_from(timeout=5)
-    await sync_to_async(set_status)(hidden, RunStatus.RUNNING)
-    await sync_to_async(set_status)(shared, RunStatus.RUNNING, "run.started")
+    await sync_to_async(set_status)(hidden, events.run_status(RunStatus.RUNNING))
+    await sync_to_async(set_status)(shared, events.run_started())
     changed = await communicator.receive_json_from(timeout=5)
 
     assert current == {"type": "status", "run": shared.pk, "status": "queued", "outcome": ""}
@@ -428,7 +445,7 @@ async def test_it_sends_events_whose_pushes_were_lost(
     communicator = await watch_run(run, owner)
 
     # The run finishes, and none of its pushes reaches the layer (Redis was unreachable).
-    await sync_to_async(add_events_unpushed)(run.pk, ["step.finished", "run.finished"])
+    await sync_to_async(add_events_unpushed)(run.pk, [finished(1), RUN_SUCCEEDED])
 
     message = await communicator.receive_json_from(timeout=5)
     assert [(e["seq"], e["type"]) for e in message["events"]] == [
@@ -445,7 +462,7 @@ async def test_a_caught_up_event_is_not_sent_again_when_its_push_arrives_late(
     run = await sync_to_async(new_run)(story_recipe, owner)
     communicator = await watch_run(run, owner)
 
-    late = await sync_to_async(add_events_unpushed)(run.pk, ["step.started"])
+    late = await sync_to_async(add_events_unpushed)(run.pk, [started(1)])
     assert await receive_events(communicator, until_seq=1) == [1]
     await get_channel_layer().group_send(
         events.run_group(run.pk), {"type": "run.events", "run": run.pk, "events": late}

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from runner import execution, services
+from runner import advance, services
 from runner.human import tasks_expire
 from runner.inputs import InputsInvalid, check_inputs
 from runner.models import HumanTask, Run, RunEvent, StepRun
@@ -182,8 +182,8 @@ def test_a_repeated_delivery_changes_nothing(worker: Any, story_recipe: Recipe, 
     run = wait_for(start(story_recipe, owner), RunStatus.SUCCEEDED)
     events_before = RunEvent.objects.filter(run=run).count()
 
-    execution.advance(run.pk)
-    execution.advance(run.pk)
+    advance.advance(run.pk)
+    advance.advance(run.pk)
 
     assert StepRun.objects.filter(run=run).count() == 1
     assert RunEvent.objects.filter(run=run).count() == events_before

@@ -6,8 +6,10 @@ from typing import Any
 
 import pytest
 
-from runner import events, services
+from runner import services
+from runner.publisher import publisher
 from runner.status import RunStatus
+from runner.steps import EXECUTORS
 from tests.factories import ActorFactory
 from tests.runner.conftest import wait_for
 from tests.runner.providers.stub_server import StubServer, error, reply, stub_server
@@ -148,15 +150,30 @@ def test_an_unhandled_model_failure_fails_the_run_with_the_reason(
     assert "not found" in run.error
 
 
+def test_a_step_that_fails_without_a_message_still_fails_the_run(
+    worker: Any, story_recipe: Recipe, owner: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def raise_bare(session: Any) -> Any:
+        raise LookupError  # an exception whose text is empty
+
+    monkeypatch.setitem(EXECUTORS, "llm", raise_bare)
+
+    run = services.run_start(user=owner, recipe=story_recipe, inputs={"topic": "sea"})
+    run = wait_for(run, RunStatus.FAILED)
+
+    assert run.error == "step 'write' failed: failed without a message"
+    assert run.steps.get().status == "failed"
+
+
 def test_a_streamed_answer_is_pushed_live_in_batches_and_never_stored_token_by_token(
     worker: Any, ask_recipe: Recipe, owner: Any, stub_server: StubServer, monkeypatch: Any
 ) -> None:
     chunks = [f"word{i} " for i in range(12)]
     stub_server.enqueue(reply(chunks=chunks, interval_s=0.05))  # about 0.6 s of trickling
     pushed: list[dict[str, Any]] = []
-    send = events.publisher.send
+    send = publisher.send
     monkeypatch.setattr(
-        events.publisher,
+        publisher,
         "send",
         lambda group, message: (pushed.append(message), send(group, message))[1],
     )

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.core import mail
 from django.utils import timezone
 
-from runner import tasks
-from runner.execution import advance
-from runner.human import task_decide
+from runner import notifications, tasks
+from runner.advance import advance
+from runner.human import task_decide, tasks_expire
 from runner.models import HumanTask
 from runner.notifications import task_email_reviewers
 from runner.services import run_start
@@ -20,12 +21,18 @@ from workflows.models import Recipe
 pytestmark = pytest.mark.django_db
 
 
+class MailsAtOnce:
+    """The Celery app, as `runner.notifications` sees it: the mail task runs at once."""
+
+    def send_task(self, name: str, args: tuple[int]) -> None:
+        assert name == tasks.email_task_reviewers.name
+        tasks.email_task_reviewers(*args)
+
+
 @pytest.fixture
 def mail_now(monkeypatch: pytest.MonkeyPatch) -> None:
     """Send the mails at once instead of through the Celery queue."""
-    monkeypatch.setattr(
-        tasks.email_task_reviewers, "delay", lambda task_id: tasks.email_task_reviewers(task_id)
-    )
+    monkeypatch.setattr(notifications, "current_app", MailsAtOnce())
 
 
 def wait_for_review(owner: Any, recipe: Recipe, capture: Any) -> HumanTask:
@@ -100,3 +107,26 @@ def test_a_task_decided_before_its_mail_goes_out_is_not_mailed(
     assert task_email_reviewers(task_id=task.pk) == 0
     assert task_email_reviewers(task_id=999_999) == 0
     assert mail.outbox == []
+
+
+def test_a_task_escalated_when_due_is_mailed_to_its_new_group(
+    story_recipe: Recipe,
+    owner: Any,
+    reviewer: Any,
+    settings: Any,
+    mail_now: None,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    task = wait_for_review(owner, story_recipe, django_capture_on_commit_callbacks)
+    chiefs = GroupFactory(name="chiefs")
+    UserFactory(username="cleo", email="cleo@example.com").groups.add(chiefs)
+    HumanTask.objects.filter(pk=task.pk).update(
+        escalation_group=chiefs, due_at=timezone.now() - timedelta(seconds=1)
+    )
+    settings.TASK_EMAILS = True
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert tasks_expire() == 1
+
+    assert [m.to for m in mail.outbox] == [["cleo@example.com"]]
+    assert mail.outbox[0].subject.startswith("[Branchline] Escalated to chiefs:")

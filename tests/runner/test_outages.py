@@ -16,7 +16,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from config.celery import app as celery_app
-from runner import execution, maintenance, outages, services
+from runner import advance, dispatch, maintenance, outages, services, store
 from runner.models import Run
 from runner.status import RunStatus
 from runner.tasks import RETRY_MAX_S, advance_run, retry_delay
@@ -179,9 +179,9 @@ def test_a_retried_task_takes_back_its_own_live_lease(story_recipe: Recipe, owne
         lease_expires_at=timezone.now() + timedelta(seconds=30),
     )
 
-    assert execution.claim_next_step(run.pk) is None
-    assert execution.claim_next_step(run.pk, resume_token="another-workers-token") is None
-    claim = execution.claim_next_step(run.pk, resume_token="held-by-the-interrupted-task")
+    assert store.claim(run.pk) is None
+    assert store.claim(run.pk, resume_token="another-workers-token") is None
+    claim = store.claim(run.pk, resume_token="held-by-the-interrupted-task")
     assert claim is not None
     assert claim.step.key == "write"
     release(run)
@@ -211,7 +211,7 @@ def test_a_recovered_run_is_served_before_the_runs_queued_ahead_of_it(settings: 
         for run_id in (1, 2, 3):  # ordinary messages, queued first
             advance_run.apply_async((run_id,), queue=queue, connection=conn)
         advance_run.apply_async(
-            (99,), queue=queue, connection=conn, priority=execution.RECOVERY_PRIORITY
+            (99,), queue=queue, connection=conn, priority=dispatch.RECOVERY_PRIORITY
         )
         served = []
         with conn.SimpleQueue(queue) as messages:
@@ -268,8 +268,8 @@ def test_a_retry_that_meets_the_outage_again_keeps_the_lease_it_may_take_back(
     request.addfinalizer(lambda: release(run))  # runs once the database is back
     request.getfixturevalue("database_down")
 
-    with pytest.raises(execution.Interrupted) as interrupted:
-        execution.advance(run.pk, resume_token="held-by-the-interrupted-task")
+    with pytest.raises(advance.Interrupted) as interrupted:
+        advance.advance(run.pk, resume_token="held-by-the-interrupted-task")
 
     # The next retry, once the database is back, still takes the step at once.
     assert interrupted.value.token == "held-by-the-interrupted-task"

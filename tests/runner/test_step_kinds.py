@@ -10,12 +10,14 @@ import pytest
 from django.utils import timezone
 
 from runner import services
-from runner.human import tasks_expire
+from runner.human import task_decide, tasks_expire
 from runner.models import Run, StepRun
 from runner.status import RunStatus, TaskStatus
-from runner.steps import actor_stat_rows
+from runner.steps import EXECUTORS
+from runner.steps.actor_stats import actor_stat_rows
 from tests.factories import ActorFactory, GroupFactory
 from tests.runner.conftest import wait_for
+from workflows.engine.step_kinds.registry import KIND_NAMES
 from workflows.models import Recipe
 from workflows.services import recipe_import, recipe_publish
 
@@ -28,6 +30,10 @@ END = {
     "action": "CONTINUE",
     "target": "@complete",
 }
+
+
+def test_every_step_kind_of_the_recipe_format_has_an_executor() -> None:
+    assert sorted(EXECUTORS) == sorted(KIND_NAMES)
 
 
 def publish(owner: Any, document: dict[str, Any]) -> Recipe:
@@ -497,3 +503,108 @@ def test_a_human_step_shows_reviewers_the_material_it_names(
 
     task = run.tasks.get()
     assert (task.question, task.material) == ("Is the draft for Ann fine?", "Draft for Ann: Hello")
+
+
+def ping_pong(owner: Any) -> Recipe:
+    """A loop of two steps whose prompts name each other's latest answer."""
+    loop = {"name": "again", "priority": 1, "when": {"type": "default"}, "action": "CONTINUE"}
+    return publish(
+        owner,
+        document(
+            "ping-pong",
+            [
+                {
+                    "key": "ping",
+                    "name": "Ping",
+                    "kind": "llm",
+                    "actor": "writer",
+                    "prompt": "ping after {steps.pong.response}",
+                    "branches": [{**loop, "target": "pong"}],
+                },
+                {
+                    "key": "pong",
+                    "name": "Pong",
+                    "kind": "llm",
+                    "actor": "writer",
+                    "prompt": "pong after {step1_response}",
+                    "branches": [{**loop, "target": "ping"}],
+                },
+            ],
+            {"writer": "k-writer"},
+        ),
+    )
+
+
+def test_a_prompt_reads_the_latest_answer_of_the_step_it_names(
+    worker: Any, owner: Any, scripted: None, settings: Any
+) -> None:
+    settings.RUN_MAX_STEPS = 5
+    script = {"writer": [f"answer-{n}" for n in range(1, 6)]}
+    run = services.run_start(user=owner, recipe=ping_pong(owner), inputs={}, script=script)
+    run = wait_for(run, RunStatus.FAILED)
+
+    assert list(run.steps.values_list("seq", "attempt", "prompt", "response")) == [
+        (1, 1, "ping after ", "answer-1"),
+        (2, 1, "pong after answer-1", "answer-2"),
+        (3, 2, "ping after answer-2", "answer-3"),
+        (4, 2, "pong after answer-3", "answer-4"),
+        (5, 3, "ping after answer-4", "answer-5"),
+    ]
+    # The answers live in their StepRuns only: the run's state refers to them.
+    assert "answer-" not in json.dumps(run.state)
+    assert (run.state["latest_seq"], run.state["attempts"]) == (
+        {"ping": 5, "pong": 4},
+        {"ping": 3, "pong": 2},
+    )
+
+
+def test_a_run_whose_state_holds_every_response_in_full_goes_on(
+    worker: Any, owner: Any, editors: Any, reviewer: Any, scripted: None
+) -> None:
+    # A run in flight across the upgrade: its state was stored with `responses` and `latest`.
+    recipe = publish(
+        owner,
+        document(
+            "legacy",
+            [
+                {
+                    "key": "draft",
+                    "name": "Draft",
+                    "kind": "llm",
+                    "actor": "writer",
+                    "prompt": "Draft",
+                    "branches": [{**END, "target": "check", "action": "HUMAN_REVIEW"}],
+                },
+                {
+                    "key": "check",
+                    "name": "Check",
+                    "kind": "human",
+                    "actor": "editors",
+                    "prompt": "Fine?",
+                    "branches": [{**END, "target": "draft", "action": "CONTINUE"}],
+                },
+            ],
+            {"writer": "k-writer", "editors": "@human:test-editors"},
+        ),
+    )
+    script = {"writer": ["first draft", "second draft"]}
+    run = services.run_start(user=owner, recipe=recipe, inputs={}, script=script)
+    run = wait_for(run, RunStatus.WAITING_HUMAN)
+    state = {k: v for k, v in run.state.items() if k not in ("latest_seq", "attempts")}
+    state["responses"] = [{"seq": 1, "step": "draft", "response": "first draft"}]
+    state["latest"] = {"draft": "first draft"}
+    Run.objects.filter(pk=run.pk).update(state=state)
+
+    task_decide(task_id=run.tasks.get().pk, user=reviewer, decision="approve", comment="ok")
+    run = wait_for(run, RunStatus.WAITING_HUMAN, RunStatus.FAILED)
+
+    assert list(run.steps.values_list("seq", "step_key", "attempt", "response")) == [
+        (1, "draft", 1, "first draft"),
+        (2, "check", 1, "ok"),
+        (3, "draft", 2, "second draft"),
+        (4, "check", 2, ""),
+    ]
+    tasks = run.tasks.order_by("pk")
+    assert [t.material for t in tasks] == ["first draft", "second draft"]  # the last answer
+    assert "responses" not in run.state
+    assert run.state["latest_seq"] == {"draft": 3, "check": 2}

@@ -14,13 +14,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def admin_client(superuser: Any) -> Client:
-    client = Client()
-    client.force_login(superuser)
-    return client
-
-
-@pytest.fixture
 def version(user: Any, recipe: Recipe) -> RecipeVersion:
     return recipe_publish(recipe=recipe, user=user, note="first")
 

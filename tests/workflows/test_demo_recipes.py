@@ -15,7 +15,7 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.utils import timezone
 
-from runner import execution, services
+from runner import advance, services
 from runner.human import task_decide, tasks_expire
 from runner.status import RUNNABLE
 from workflows.adapters import document_from_recipe
@@ -211,7 +211,7 @@ def test_seed_demo_updates_an_actor_changed_in_the_database() -> None:
 
 # -- Every path of the demo recipes, walked by dry-run scripts (and by the scripted actors) ----
 #
-# The runner's steps are executed here in the test's own thread (`execution.advance`); the
+# The runner's steps are executed here in the test's own thread (`advance.advance`); the
 # queue messages it sends after commit never leave the test transaction.
 
 SHORT = "A keeper, a lamp, a storm. The end."
@@ -253,7 +253,7 @@ def drive(run: Any) -> Any:
         run.refresh_from_db()
         if run.status not in RUNNABLE:
             return run
-        execution.advance(run.pk, time_slice=60)
+        advance.advance(run.pk, time_slice=60)
     raise AssertionError(f"run {run.pk} did not stop: {run.status}")
 
 

@@ -17,6 +17,8 @@ from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers
 
+from ..recipe_format import json_schema
+
 JSON = "application/json"
 # Text the database can hold: no NUL (`workflows.validators.text_problem`; a lone surrogate has
 # no UTF-8 form, so JSON text cannot carry one either). Top-level text fields and query
@@ -184,8 +186,6 @@ def recipe_components(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
     A drf-spectacular postprocessing hook: `GET /api/recipes/format-schema` serves the same
     schema as JSON Schema (pydantic's), the one source of both.
     """
-    from ..recipe_format import json_schema
-
     schema = json_schema()
     definitions = schema.pop("$defs", {})
     del schema["$id"]

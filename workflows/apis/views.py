@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 from .. import selectors, services
 from ..adapters import document_from_recipe
 from ..models import Actor, Recipe
+from ..recipe_format import json_schema
 from ..validators import WHOLE_NUMBER, RecipeRejected, whole_number
 from .pagination import MAX_LIMIT, window, window_parameters
 from .parsers import JSONParser, MultiPartParser
@@ -261,6 +262,4 @@ class RecipeFormatSchemaApi(APIView):
 
     @extend_schema(responses=dict)
     def get(self, request: Request) -> HttpResponse:
-        from ..recipe_format import json_schema
-
         return Response(json_schema())

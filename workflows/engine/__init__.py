@@ -1,17 +1,34 @@
 """The branching engine: pure Python (stdlib and RE2), with no Django import.
 
-It parses recipes (format v1) into graphs, evaluates branch conditions, renders templates,
-walks decision trees, classifies against routes, runs the validation loop and decides where a
-run goes after each step. The runner and the recipe apps translate its errors at their edge.
+It parses recipes (format v1) into graphs (`recipe_parser`), evaluates branch conditions
+(`conditions/`, one module per condition type), renders templates, walks decision trees,
+classifies against routes (`classification`), runs the validation loop (`self_check`) and
+decides where a run goes after each step (`next_step`), a failed step included. Step kinds are
+in `step_kinds/`; `catalog()` publishes both registries for the editor. The runner and the
+recipe apps translate its errors at their edge.
 """
 
 from __future__ import annotations
 
 from workflows.engine.actions import DecisionKind
 from workflows.engine.actor_choice import ActorStats, choose_actor
+from workflows.engine.catalog import catalog
+from workflows.engine.classification import (
+    Classification,
+    Route,
+    RouteExample,
+    classifier_prompt,
+    classify,
+    parse_classifier_answer,
+)
 from workflows.engine.conditions import EvalContext, Judge, evaluate_condition
+from workflows.engine.conditions.logical import SEVERAL_OPERANDS
+from workflows.engine.conditions.reader import CONDITION_KEYS
+from workflows.engine.conditions.registry import combinator
+from workflows.engine.conditions.summary import condition_summary, value_text
 from workflows.engine.content_type import detect_content_type
 from workflows.engine.decision_tree import TreeOutcome, evaluate_tree, validate_tree
+from workflows.engine.decisions import Decision, Evaluation, StepResult
 from workflows.engine.errors import (
     AnswerUnreadable,
     EngineError,
@@ -21,23 +38,14 @@ from workflows.engine.errors import (
     RegexTooLarge,
     TemplateError,
 )
-from workflows.engine.graph import BranchSpec, Condition, RecipeGraph, StepSpec, parse_recipe
+from workflows.engine.graph import BranchSpec, Condition, RecipeGraph, StepSpec
 from workflows.engine.inputs import resolve_inputs
 from workflows.engine.lint import lint_recipe
+from workflows.engine.next_step import decide
+from workflows.engine.recipe_parser import parse_recipe
 from workflows.engine.regex import compile_pattern
-from workflows.engine.router import Decision, Evaluation, StepResult, decide
-from workflows.engine.routing import (
-    Classification,
-    Route,
-    RouteExample,
-    classifier_prompt,
-    classify,
-    parse_classifier_answer,
-)
 from workflows.engine.scoring import evaluation_prompt, parse_score
-from workflows.engine.state import RunState
-from workflows.engine.templating import render, template_names
-from workflows.engine.validation import (
+from workflows.engine.self_check import (
     JudgeScores,
     ValidationAttempt,
     ValidationOutcome,
@@ -47,8 +55,17 @@ from workflows.engine.validation import (
     rule_score,
     run_validation_loop,
 )
+from workflows.engine.state import RunState
+from workflows.engine.step_kinds.registry import DEFAULT_KIND as DEFAULT_STEP_KIND
+from workflows.engine.step_kinds.registry import KINDS as STEP_KINDS
+from workflows.engine.step_kinds.registry import step_kind
+from workflows.engine.templating import render, template_names
 
 __all__ = [
+    "CONDITION_KEYS",
+    "DEFAULT_STEP_KIND",
+    "SEVERAL_OPERANDS",
+    "STEP_KINDS",
     "ActorStats",
     "AnswerUnreadable",
     "BranchSpec",
@@ -75,10 +92,13 @@ __all__ = [
     "TreeOutcome",
     "ValidationAttempt",
     "ValidationOutcome",
+    "catalog",
     "choose_actor",
     "classifier_prompt",
     "classify",
+    "combinator",
     "compile_pattern",
+    "condition_summary",
     "confidence",
     "decide",
     "detect_content_type",
@@ -95,6 +115,8 @@ __all__ = [
     "resolve_inputs",
     "rule_score",
     "run_validation_loop",
+    "step_kind",
     "template_names",
     "validate_tree",
+    "value_text",
 ]

@@ -19,26 +19,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from workflows.engine.conditions import (
-    as_number,
-    compare_numbers,
-    field_path,
-    format_number,
-    lookup,
-)
+from workflows.engine.conditions.logical import combine, logical_kind, operands_problem
+from workflows.engine.conditions.numeric import NUMERIC_OPERATOR_NAMES, compare_numbers
+from workflows.engine.conditions.values import as_number, field_path, format_number, lookup
 from workflows.engine.errors import EngineError
-from workflows.engine.vocabulary import (
-    NUMERIC_OPERATOR_ALIASES,
-    NUMERIC_OPERATORS,
-    logical_kind,
-)
 
 TREE_CONDITIONS: dict[str, str] = {
     "check_safety": "has_unsafe_pages",
     "check_pii": "has_high_risk_pii",
     "check_keywords": "has_keywords",
 }
-_NUMERIC = (*NUMERIC_OPERATORS, *NUMERIC_OPERATOR_ALIASES)
 _PLAIN_TYPES = (*TREE_CONDITIONS, "check_count")
 # Deeper trees are refused: they are mistakes, and walking them would exhaust the stack.
 MAX_DEPTH = 64
@@ -140,17 +130,17 @@ class _TreeChecker:
             if key in node:
                 self.node(node[key], f"{path}.{key}", depth + 1)
 
-    def condition(self, cond: object, path: str, depth: int) -> None:
+    def condition(self, condition: object, path: str, depth: int) -> None:
         if not self.spend(path):
             return
         errors = self.errors
         if depth > MAX_DEPTH:
             errors.append(f"{path}: conditions are nested deeper than {MAX_DEPTH} levels")
             return
-        if not isinstance(cond, Mapping):
+        if not isinstance(condition, Mapping):
             errors.append(f"{path}: must be an object")
             return
-        kind, op = cond.get("type"), cond.get("operator")
+        kind, op = condition.get("type"), condition.get("operator")
         if not isinstance(kind, str):
             errors.append(
                 f"{path}.type: is required" if kind is None else f"{path}.type: must be a string"
@@ -158,14 +148,12 @@ class _TreeChecker:
             return
         logical = logical_kind(kind, op, _PLAIN_TYPES)
         if logical is not None:
-            operands = cond.get("conditions")
-            if not isinstance(operands, list) or not operands:
-                errors.append(f"{path}.conditions: {logical} needs a non-empty list of conditions")
+            operands = condition.get("conditions")
+            problem = operands_problem(logical, operands)
+            if problem is not None:
+                errors.append(f"{path}.conditions: {problem}")
+            if not isinstance(operands, list):
                 return
-            if logical == "not" and len(operands) != 1:
-                errors.append(
-                    f"{path}.conditions: not takes exactly one condition, got {len(operands)}"
-                )
             for i, operand in enumerate(operands):
                 self.condition(operand, f"{path}.conditions[{i}]", depth + 1)
             return
@@ -174,25 +162,24 @@ class _TreeChecker:
             if op is not None and op != expected:
                 errors.append(f"{path}.operator: unknown operator {op!r}; {kind} takes {expected}")
             for key in ("pii_types", "exclude_types", "keywords"):
-                value = cond.get(key)
+                value = condition.get(key)
                 if value is not None and not (
                     isinstance(value, list) and all(isinstance(v, str) for v in value)
                 ):
                     errors.append(f"{path}.{key}: must be a list of strings")
             return
         if kind == "check_count":
-            name = cond.get("field")
+            name = condition.get("field")
             if not isinstance(name, str) or not name:
                 errors.append(
                     f"{path}.field: is required"
                     if name is None
                     else f"{path}.field: must be a string"
                 )
-            if op not in _NUMERIC:
-                errors.append(
-                    f"{path}.operator: unknown operator {op!r}; expected one of: {', '.join(_NUMERIC)}"
-                )
-            value = cond.get("value")
+            if op not in NUMERIC_OPERATOR_NAMES:
+                known = ", ".join(NUMERIC_OPERATOR_NAMES)
+                errors.append(f"{path}.operator: unknown operator {op!r}; expected one of: {known}")
+            value = condition.get("value")
             if isinstance(value, bool) or not isinstance(value, int | float):
                 errors.append(f"{path}.value: must be a number, got {value!r}")
             return
@@ -219,35 +206,18 @@ def evaluate_tree(tree: Mapping[str, Any], facts: Mapping[str, object]) -> TreeO
     return TreeOutcome(leaf=node["prompt"], trace=trace)
 
 
-def _evaluate(cond: Mapping[str, Any], facts: Mapping[str, object]) -> tuple[bool, str]:
-    kind = cond["type"]
-    logical = logical_kind(kind, cond.get("operator"), _PLAIN_TYPES)
+def _evaluate(condition: Mapping[str, Any], facts: Mapping[str, object]) -> tuple[bool, str]:
+    kind = condition["type"]
+    logical = logical_kind(kind, condition.get("operator"), _PLAIN_TYPES)
     if logical is not None:
-        return _combine(logical, cond["conditions"], facts)
+        return combine(logical, condition["conditions"], _evaluate, facts)
     if kind == "check_safety":
         return _has_unsafe_pages(facts)
     if kind == "check_pii":
-        return _has_high_risk_pii(cond, facts)
+        return _has_high_risk_pii(condition, facts)
     if kind == "check_keywords":
-        return _has_keywords(cond, facts)
-    return _check_count(cond, facts)
-
-
-def _combine(
-    logical: str, operands: list[Mapping[str, Any]], facts: Mapping[str, object]
-) -> tuple[bool, str]:
-    reasons: list[str] = []
-    result = logical == "and"
-    for operand in operands:
-        holds, reason = _evaluate(operand, facts)
-        reasons.append(reason)
-        if logical == "not":
-            result = not holds
-            break
-        if holds != result:  # `and` stops at the first false, `or` at the first true
-            result = holds
-            break
-    return result, f"{logical}: [{'; '.join(reasons)}]"
+        return _has_keywords(condition, facts)
+    return _check_count(condition, facts)
 
 
 def _has_unsafe_pages(facts: Mapping[str, object]) -> tuple[bool, str]:
@@ -267,12 +237,14 @@ def _pii_type(item: object) -> str | None:
     return None
 
 
-def _has_high_risk_pii(cond: Mapping[str, Any], facts: Mapping[str, object]) -> tuple[bool, str]:
+def _has_high_risk_pii(
+    condition: Mapping[str, Any], facts: Mapping[str, object]
+) -> tuple[bool, str]:
     found = facts.get("pii")
     if not isinstance(found, list):
         return False, "pii missing" if found is None else "pii is not a list"
-    wanted = {t.upper() for t in cond.get("pii_types") or []}
-    excluded = {t.upper() for t in cond.get("exclude_types") or []}
+    wanted = {t.upper() for t in condition.get("pii_types") or []}
+    excluded = {t.upper() for t in condition.get("exclude_types") or []}
     types = [t for t in (_pii_type(item) for item in found) if t is not None]
     risky = sorted({t for t in types if t not in excluded and (not wanted or t in wanted)})
     if risky:
@@ -280,7 +252,7 @@ def _has_high_risk_pii(cond: Mapping[str, Any], facts: Mapping[str, object]) -> 
     return False, f"no high-risk PII (found: {', '.join(sorted(set(types))) or 'none'})"
 
 
-def _has_keywords(cond: Mapping[str, Any], facts: Mapping[str, object]) -> tuple[bool, str]:
+def _has_keywords(condition: Mapping[str, Any], facts: Mapping[str, object]) -> tuple[bool, str]:
     found = facts.get("keywords")
     if found is None:
         return False, "keywords missing"
@@ -288,7 +260,7 @@ def _has_keywords(cond: Mapping[str, Any], facts: Mapping[str, object]) -> tuple
         count = as_number(found)
         return (count or 0) > 0, f"{format_number(count or 0)} keywords"
     words = [str(w) for w in found]
-    wanted = cond.get("keywords")
+    wanted = condition.get("keywords")
     if wanted:
         wanted_folded = {w.casefold() for w in wanted}
         words = [w for w in words if w.casefold() in wanted_folded]
@@ -297,13 +269,16 @@ def _has_keywords(cond: Mapping[str, Any], facts: Mapping[str, object]) -> tuple
     return False, "no keywords"
 
 
-def _check_count(cond: Mapping[str, Any], facts: Mapping[str, object]) -> tuple[bool, str]:
-    name = cond["field"]
+def _check_count(condition: Mapping[str, Any], facts: Mapping[str, object]) -> tuple[bool, str]:
+    name = condition["field"]
     present, value = lookup(facts, field_path(name))
     if not present:
         return False, f"field {name} missing"
     actual = as_number(value)
     if actual is None:
         return False, f"field {name} is not a number: {value!r}"
-    holds, symbol = compare_numbers(cond["operator"], actual, cond["value"])
-    return holds, f"field {name} {format_number(actual)} {symbol} {format_number(cond['value'])}"
+    holds, symbol = compare_numbers(condition["operator"], actual, condition["value"])
+    return (
+        holds,
+        f"field {name} {format_number(actual)} {symbol} {format_number(condition['value'])}",
+    )

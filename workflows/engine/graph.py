@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from workflows.engine.routing import Route
+from workflows.engine.classification import Route
 from workflows.engine.vocabulary import DEFAULT_HUMAN_OPTIONS, DEFAULT_MAX_RECLASSIFY
 
 
@@ -15,7 +15,7 @@ class Condition:
     """A branch condition: canonical type and operator, a value and the type's extra fields.
 
     `fields` holds the other keys of the document (`unit`, `flags`, `evaluator`, `prompt`,
-    `field`); `conditions` the operands of `and` / `or` / `not`. `compiled` carries what the
+    `field`); `conditions` the operands of `and` / `or` / `not`. `prepared` carries what the
     parser prepared once (a compiled regex, a split option list) so evaluation allocates little;
     a hand-built condition leaves it None and is prepared on each evaluation instead.
     """
@@ -25,7 +25,7 @@ class Condition:
     value: Any = None
     fields: Mapping[str, Any] = field(default_factory=dict)
     conditions: tuple[Condition, ...] = ()
-    compiled: object = field(default=None, compare=False, repr=False)
+    prepared: object = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +71,8 @@ class StepSpec:
     max_reclassify: int = DEFAULT_MAX_RECLASSIFY
     # human: what reviewers read beside the question (a template; default: the previous answer)
     material: str = ""
+    # human: the reviewer-group alias that gets the task, once, when it is overdue
+    escalate_to: str | None = None
     active_branches: tuple[BranchSpec, ...] = field(
         init=False, repr=False, compare=False, default=()
     )
@@ -123,15 +125,3 @@ class RecipeGraph:
     def last_step(self) -> StepSpec:
         """Return the last step in sequence order (the target of SKIP_TO_END)."""
         return self.steps[-1]
-
-
-def parse_recipe(doc: object) -> RecipeGraph:
-    """Check a recipe-format-v1 document's meaning and build its graph.
-
-    Raise RecipeInvalid listing every error as `path: message`; never raise anything else
-    for bad input.
-    """
-    # The parser builds the classes above, so it is imported here to avoid an import cycle.
-    from workflows.engine.recipe_parser import parse_document
-
-    return parse_document(doc)

@@ -1,13 +1,15 @@
 """Warn about recipes that are valid but probably not what their author meant.
 
-Warnings never block a save; each reads `path: message`, like the parser's errors.
+Warnings never block a save; each reads `path: message`, like the parser's errors. The
+rules about one condition type are the type's own (`ConditionType.lint`, in its module).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from workflows.engine.conditions import choices
+from workflows.engine.conditions.base import ConditionUse
+from workflows.engine.conditions.registry import TYPES
 from workflows.engine.decision_tree import leaves
 from workflows.engine.graph import BranchSpec, Condition, RecipeGraph, StepSpec
 from workflows.engine.vocabulary import COMPLETE, DEFAULT_MAX_RETRIES, END, REPEAT
@@ -21,7 +23,7 @@ def lint_recipe(graph: RecipeGraph) -> list[str]:
         warnings += _stuck(step, path)
         warnings += _shadowed_by_default(step, path)
         warnings += _branch_warnings(graph, step, path)
-        warnings += _unhandled_options(step, path)
+        warnings += _condition_warnings(step, path)
         warnings += _unmapped_leaves(graph, step, path)
     return warnings
 
@@ -117,9 +119,9 @@ def _shadowed_by_default(step: StepSpec, path: str) -> list[str]:
     return warnings
 
 
-def _conditions(cond: Condition, path: str) -> Iterator[tuple[Condition, str]]:
-    yield cond, path
-    for k, sub in enumerate(cond.conditions):
+def _conditions(condition: Condition, path: str) -> Iterator[tuple[Condition, str]]:
+    yield condition, path
+    for k, sub in enumerate(condition.conditions):
         yield from _conditions(sub, f"{path}.conditions[{k}]")
 
 
@@ -143,29 +145,23 @@ def _branch_warnings(graph: RecipeGraph, step: StepSpec, path: str) -> list[str]
             warnings.append(
                 f"{bpath}.target: HUMAN_REVIEW goes to '{branch.target}', which is not a human step"
             )
-        for cond, cpath in _conditions(branch.when, f"{bpath}.when"):
-            if cond.type == "ai_evaluation" and not cond.fields.get("evaluator"):
-                fallback = (step.validation or {}).get("judge") or step.actor
-                warnings.append(
-                    f"{cpath}.evaluator: not set; the step's judge or actor '{fallback}' "
-                    "will evaluate"
-                )
     return warnings
 
 
-def _unhandled_options(step: StepSpec, path: str) -> list[str]:
-    if step.kind != "human":
-        return []
-    handled: set[str] = set()
-    for branch in step.active_branches:
-        for cond, _ in _conditions(branch.when, ""):
-            if cond.type == "human_decision":
-                handled |= choices(cond.value)
-    return [
-        f"{path}.options: no human_decision branch handles the option '{option}'"
-        for option in step.options
-        if option not in handled
-    ]
+def _condition_warnings(step: StepSpec, path: str) -> list[str]:
+    """Ask each condition type with a lint rule about its uses in the step's branches."""
+    uses: dict[str, list[ConditionUse]] = {}
+    for branch in step.branches:
+        bpath = f"{_branch_path(path, step, branch)}.when"
+        for condition, condition_path in _conditions(branch.when, bpath):
+            uses.setdefault(condition.type, []).append(
+                ConditionUse(condition, condition_path, branch)
+            )
+    warnings: list[str] = []
+    for kind in TYPES:
+        if kind.lint is not None:
+            warnings += kind.lint(step, uses.get(kind.name, []), path)
+    return warnings
 
 
 def _unmapped_leaves(graph: RecipeGraph, step: StepSpec, path: str) -> list[str]:

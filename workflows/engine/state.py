@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,6 +10,7 @@ from workflows.engine.answers import json_object
 from workflows.engine.errors import EngineError
 from workflows.engine.graph import RecipeGraph
 from workflows.engine.inputs import resolve_inputs
+from workflows.engine.templating import TemplateContext
 from workflows.engine.vocabulary import DEFAULT_MAX_STEPS
 
 
@@ -17,12 +18,18 @@ from workflows.engine.vocabulary import DEFAULT_MAX_STEPS
 class RunState:
     """The run's memory between steps; `decide` updates it after every step result.
 
-    - `responses`: every step result in order, as `{"seq", "step", "response"}`;
-      `latest`: the latest response per step key.
+    It holds what the engine needs to decide, not the answers themselves, so that its size
+    does not grow with the run's length (the runner stores it at every step):
+
+    - `step_count`: results recorded so far; the latest one is number `step_count`, the
+      runner's StepRun `seq` (numbered from 1 in the same order), where its answer lives.
+      `latest_seq`: that number for the latest result of each step key; `attempts`: how
+      many results each step key has had.
     - `facts`: the inputs overlaid with the previous step's response when it parses as a JSON
       object (decision-tree steps read the facts and leave them as they were).
     - `visits`: how many times each step was entered; a repeat stays in the same visit, and
-      `retries` counts, per (step, visit, branch), how often a bounded branch was taken.
+      `retries` counts, per (step, visit, branch), how often a bounded branch was taken in
+      the step's current visit.
     - `repeating` / `actor_override`: the step whose next result continues the current visit,
       and the actor a RETRY_WITH_DIFFERENT_ACTOR chose for it.
     - `decisions` / `last_decision`: reviewers' decisions per human step and the latest one;
@@ -33,8 +40,8 @@ class RunState:
     step_order: list[str] = field(default_factory=list)
     max_steps: int = DEFAULT_MAX_STEPS
     step_count: int = 0
-    responses: list[dict[str, Any]] = field(default_factory=list)
-    latest: dict[str, str] = field(default_factory=dict)
+    latest_seq: dict[str, int] = field(default_factory=dict)
+    attempts: dict[str, int] = field(default_factory=dict)
     facts: dict[str, Any] = field(default_factory=dict)
     visits: dict[str, int] = field(default_factory=dict)
     retries: dict[tuple[str, int, str], int] = field(default_factory=dict)
@@ -71,14 +78,19 @@ class RunState:
         if self.repeating != step_key:
             self.visits[step_key] = self.visits.get(step_key, 0) + 1
             self.actor_override = None
+            # Only the current visit's retries are read again: forget the earlier visits'.
+            self.retries = {k: n for k, n in self.retries.items() if k[0] != step_key}
         self.repeating = None
         return self.visits[step_key]
 
     def record(self, step_key: str, response: str, *, overlay_facts: bool = True) -> int:
-        """Store a step's response, count the step and refresh the facts; return its seq."""
+        """Count a step's result and refresh the facts from its response; return its seq.
+
+        The response itself is not kept: the runner stores it under the returned seq.
+        """
         self.step_count += 1
-        self.responses.append({"seq": self.step_count, "step": step_key, "response": response})
-        self.latest[step_key] = response
+        self.latest_seq[step_key] = self.step_count
+        self.attempts[step_key] = self.attempts.get(step_key, 0) + 1
         if overlay_facts:
             parsed = json_object(response) if "{" in response else None
             self.facts = {**self.inputs, **parsed} if parsed else dict(self.inputs)
@@ -105,22 +117,28 @@ class RunState:
 
     # -- reads ----------------------------------------------------------------------------
 
-    def template_context(self, step_key: str, feedback: str | None = None) -> dict[str, object]:
-        """Return the names `render` may substitute in the prompt of `step_key`.
+    def template_context(
+        self, step_key: str, answers: Callable[[int], str], feedback: str | None = None
+    ) -> TemplateContext:
+        """Return the names `render` may substitute in the templates of `step_key`.
 
         Inputs by name; `stepN_response` (N is the step's position in the recipe) and
-        `steps.KEY.response`, the step's latest response, or "" if it has not run;
-        `feedback`, the validator's feedback on a retry, or "".
+        `steps.KEY.response`, the step's latest answer, `answers(seq)`, or "" if it has not
+        run; `feedback`, the validator's feedback on a retry, or "". `answers` is asked only
+        for the answers a template names.
         """
         if self.step_order and step_key not in self.step_order:
             raise EngineError(f"unknown step '{step_key}'")
-        context: dict[str, object] = dict(self.inputs)
-        for number, key in enumerate(self.step_order, start=1):
-            response = self.latest.get(key, "")
-            context[f"step{number}_response"] = response
-            context[f"steps.{key}.response"] = response
-        context["feedback"] = feedback or ""
-        return context
+
+        def answer(key: str) -> str:
+            seq = self.latest_seq.get(key)
+            return "" if seq is None else answers(seq)
+
+        return TemplateContext(self.inputs, self.step_order, answer, feedback or "")
+
+    def last_answer(self, answers: Callable[[int], str]) -> str:
+        """Return the answer of the run's latest result (any step's), or "" before the first."""
+        return answers(self.step_count) if self.step_count else ""
 
     # -- JSON -----------------------------------------------------------------------------
 
@@ -131,8 +149,8 @@ class RunState:
             "step_order": self.step_order,
             "max_steps": self.max_steps,
             "step_count": self.step_count,
-            "responses": self.responses,
-            "latest": self.latest,
+            "latest_seq": self.latest_seq,
+            "attempts": self.attempts,
             "facts": self.facts,
             "visits": self.visits,
             "retries": [
@@ -151,14 +169,23 @@ class RunState:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunState:
-        """Rebuild a state from `to_dict` data; missing keys take their defaults."""
+        """Rebuild a state from `to_dict` data; missing keys take their defaults.
+
+        A state stored before answers moved out of it (with `responses`, every result in full)
+        loads too: the references are taken from its list, the texts left to the StepRuns.
+        """
+        if "responses" in data:
+            latest_seq, attempts = _references(data["responses"] or [])
+        else:
+            latest_seq = {str(k): int(v) for k, v in (data.get("latest_seq") or {}).items()}
+            attempts = {str(k): int(v) for k, v in (data.get("attempts") or {}).items()}
         return cls(
             inputs=dict(data.get("inputs") or {}),
             step_order=list(data.get("step_order") or []),
             max_steps=int(data.get("max_steps", DEFAULT_MAX_STEPS)),
             step_count=int(data.get("step_count", 0)),
-            responses=[dict(r) for r in data.get("responses") or []],
-            latest=dict(data.get("latest") or {}),
+            latest_seq=latest_seq,
+            attempts=attempts,
             facts=dict(data.get("facts") or {}),
             visits={str(k): int(v) for k, v in (data.get("visits") or {}).items()},
             retries={
@@ -176,3 +203,14 @@ class RunState:
             repeating=data.get("repeating"),
             actor_override=data.get("actor_override"),
         )
+
+
+def _references(responses: Iterable[Mapping[str, Any]]) -> tuple[dict[str, int], dict[str, int]]:
+    """Return `latest_seq` and `attempts` from a stored list of `{"seq", "step", "response"}`."""
+    latest_seq: dict[str, int] = {}
+    attempts: dict[str, int] = {}
+    for result in responses:
+        key = str(result["step"])
+        latest_seq[key] = int(result["seq"])
+        attempts[key] = attempts.get(key, 0) + 1
+    return latest_seq, attempts

@@ -1,4 +1,4 @@
-"""Render prompt templates by plain `{name}` substitution.
+"""Render prompt templates by plain `{name}` substitution, and the names a run's templates use.
 
 Not `str.format` (which reaches attributes and indexes: `{x.__class__}`) and not Jinja (which
 runs code): a small tokenizer that knows three kinds of names and nothing else.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from workflows.engine.errors import TemplateError
 
@@ -104,6 +104,62 @@ def as_text(value: object) -> str:
     if value is None:
         return ""
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+class TemplateContext(Mapping[str, object]):
+    """The names a run's templates may use, each looked up only when a template uses it.
+
+    Inputs by name; `stepN_response` (N is the step's position in `step_order`) and
+    `steps.KEY.response`, the step's latest answer as `answer(KEY)` gives it; `feedback`.
+    An answer is asked for only when a template names it: a run need not hold its answers
+    (the runner reads them from their StepRuns).
+    """
+
+    def __init__(
+        self,
+        inputs: Mapping[str, object],
+        step_order: Sequence[str],
+        answer: Callable[[str], str],
+        feedback: str = "",
+    ) -> None:
+        self._inputs = inputs
+        self._order = step_order
+        self._keys = frozenset(step_order)
+        self._answer = answer
+        self._feedback = feedback
+
+    def _step_key(self, name: str) -> str | None:
+        """Return the key of the step whose answer `name` stands for, or None."""
+        number = step_number(name)
+        if number is not None:
+            return self._order[number - 1] if number <= len(self._order) else None
+        key = step_reference(name)
+        return key if key in self._keys else None
+
+    def __getitem__(self, name: str) -> object:
+        # The step names shadow inputs of the same name, and `feedback` shadows both.
+        if name == "feedback":
+            return self._feedback
+        key = self._step_key(name)
+        if key is not None:
+            return self._answer(key)
+        return self._inputs[name]
+
+    def __contains__(self, name: object) -> bool:
+        # Without asking for the answer, which Mapping's default (via __getitem__) would do.
+        if not isinstance(name, str):
+            return False
+        return name == "feedback" or self._step_key(name) is not None or name in self._inputs
+
+    def __iter__(self) -> Iterator[str]:
+        names = dict.fromkeys(self._inputs)
+        for number, key in enumerate(self._order, start=1):
+            names[f"step{number}_response"] = names[f"steps.{key}.response"] = None
+        names["feedback"] = None
+        return iter(names)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def render(template: str, context: Mapping[str, object]) -> str:

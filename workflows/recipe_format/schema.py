@@ -10,7 +10,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-FORMAT = "branchline.recipe/v1"
+from workflows.engine.step_kinds.registry import KIND_NAMES
+from workflows.engine.vocabulary import FORMAT, INPUT_TYPES
+
+# The names of the format (step kinds, input types) are the engine's: `Literal[names]` spells
+# them out for pydantic and the published JSON Schema, which mypy cannot follow.
 # The largest number the integer columns (timeouts, priorities) hold on every database.
 MAX_INT = 2**31 - 1
 
@@ -20,7 +24,7 @@ class _Strict(BaseModel):
 
 
 class InputSpec(_Strict):
-    type: Literal["string", "number", "integer", "boolean", "object", "array"] = "string"
+    type: Literal[INPUT_TYPES] = "string"  # type: ignore[valid-type]
     required: bool = False
     default: Any = None
     description: str = ""
@@ -69,7 +73,7 @@ class Route(_Strict):
 class Step(_Strict):
     key: str = Field(min_length=1, max_length=100)
     name: str = Field(min_length=1, max_length=200)
-    kind: Literal["llm", "human", "decision_tree", "classify"] = "llm"
+    kind: Literal[KIND_NAMES] = "llm"  # type: ignore[valid-type]
     actor: str | None = Field(None, max_length=100)
     prompt: str = ""
     timeout_s: int | None = Field(None, ge=1, le=MAX_INT)
@@ -90,7 +94,7 @@ class Step(_Strict):
 
 
 class RecipeDocument(_Strict):
-    format: Literal["branchline.recipe/v1"]
+    format: Literal[FORMAT]  # type: ignore[valid-type]
     slug: str = Field(min_length=1, max_length=100)
     name: str = Field(min_length=1, max_length=200)
     description: str = ""

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runner import services
+from runner import embedded, services
 from runner.inputs import InputsInvalid, coerce_cli_value
 from runner.models import Run
 from runner.status import TERMINAL, RunStatus
@@ -56,8 +56,6 @@ class Command(BaseCommand):
             self.stdout.write("no REDIS_URL: running it here (as with --wait)")
             opts["wait"] = True
         if opts["wait"] and settings.EMBEDDED_WORKER:
-            from runner import embedded
-
             embedded.start()  # the in-memory broker only reaches a worker in this process
         try:
             run = services.run_start(user=user, recipe=recipe, inputs=inputs, script=script)

@@ -1,0 +1,275 @@
+"""The step panel's form: a step's settings, checked against the whole document."""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from workflows.validators import HUMAN_PREFIX
+
+from ..catalog import kinds_taking, step_kinds
+from ..selectors import actor_choices, document_errors, human_references
+from .document import DocumentContext, errors_under
+from .fields import PrettyJSONField, normalise_newlines
+
+STEP_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+# The fields of this form that only some step kinds hold (the catalog says which): shown and
+# kept for those kinds only.
+KIND_FIELDS = (
+    "options",
+    "escalate_to",
+    "tree",
+    "leaf_targets",
+    "routes",
+    "bypass",
+    "max_reclassify",
+)
+
+
+def _new_alias(reference: str, taken: set[str]) -> str:
+    base = reference.removeprefix(HUMAN_PREFIX).split(":")[0]
+    base = re.sub(r"[^A-Za-z0-9_-]+", "_", base).strip("_-") or "actor"
+    if not base[0].isalpha() and base[0] != "_":
+        base = f"a_{base}"
+    alias, n = base, 2
+    while alias in taken:
+        alias, n = f"{base}_{n}", n + 1
+    return alias
+
+
+class StepForm(forms.Form):
+    key = forms.CharField(
+        max_length=100, help_text="Stable id of the step: letters, digits, '-' and '_'."
+    )
+    name = forms.CharField(max_length=200)
+    kind = forms.ChoiceField(choices=())
+    sequence = forms.IntegerField(
+        min_value=1, help_text="Position in the sequence: used when no branch matches."
+    )
+    actor = forms.ChoiceField(choices=(), required=False)
+    prompt = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 7, "spellcheck": "false"}), required=False, strip=False
+    )
+    timeout_s = forms.IntegerField(min_value=1, required=False, label="Timeout (seconds)")
+    validation_enabled = forms.BooleanField(required=False, label="Validate the response")
+    threshold = forms.FloatField(min_value=0, max_value=1, required=False, initial=0.75)
+    max_attempts = forms.IntegerField(min_value=1, max_value=20, required=False, initial=5)
+    judge = forms.ChoiceField(choices=(), required=False)
+    fallback = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}), required=False, strip=False
+    )
+    options = forms.CharField(
+        required=False,
+        help_text="Reviewer options, comma separated (default: approve, reject, revise).",
+    )
+    escalate_to = forms.ChoiceField(
+        choices=(),
+        required=False,
+        help_text="A reviewer group that gets the task once when it is overdue.",
+    )
+    tree = PrettyJSONField(required=False, widget=forms.Textarea(attrs={"rows": 8}))
+    leaf_targets = PrettyJSONField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    routes = PrettyJSONField(required=False, widget=forms.Textarea(attrs={"rows": 8}))
+    bypass = forms.BooleanField(required=False, label="Select every route (bypass)")
+    max_reclassify = forms.IntegerField(min_value=0, max_value=10, required=False)
+
+    FIELD_PATHS = {
+        "key": "key",
+        "name": "name",
+        "kind": "kind",
+        "actor": "actor",
+        "prompt": "prompt",
+        "timeout_s": "timeout_s",
+        "validation": "threshold",
+        "options": "options",
+        "escalate_to": "escalate_to",
+        "tree": "tree",
+        "leaf_targets": "leaf_targets",
+        "routes": "routes",
+        "bypass": "bypass",
+        "max_reclassify": "max_reclassify",
+    }
+    VALIDATION_PATHS = {
+        "threshold": "threshold",
+        "max_attempts": "max_attempts",
+        "judge": "judge",
+        "fallback": "fallback",
+    }
+
+    def __init__(self, *args: Any, context: DocumentContext, index: int, **kwargs: Any) -> None:
+        self.context = context
+        self.index = index
+        self.original = copy.deepcopy(context.steps[index])
+        if not args or args[0] is None:
+            kwargs.setdefault(
+                "initial", {**self.initial_from(self.original), "sequence": index + 1}
+            )
+        super().__init__(*args, **kwargs)
+        self.fields["kind"].choices = [(k["kind"], k["label"]) for k in step_kinds()]
+        self.kind_only = {name: " ".join(kinds_taking(name)) for name in KIND_FIELDS}
+        self.fields["sequence"] = forms.IntegerField(
+            min_value=1,
+            max_value=len(context.steps),
+            help_text=self.fields["sequence"].help_text,
+        )
+        aliases = context.actors
+        humans = human_references(list(aliases.values()))
+        actor_options: list[tuple[str, Any]] = [("", "—")]
+        actor_options.append(
+            (
+                "Aliases of this recipe",
+                [
+                    (a, f"{a} → {ref}{' (reviewers)' if ref in humans else ''}")
+                    for a, ref in aliases.items()
+                ],
+            )
+        )
+        named = set(aliases.values())
+        others = [(f"+{c.reference}", c.label) for c in actor_choices() if c.reference not in named]
+        if others:
+            actor_options.append(("Add an alias for", others))
+        self.fields["actor"].choices = actor_options
+        self.fields["judge"].choices = context.alias_choices("— no judge")
+        self.fields["escalate_to"].choices = context.alias_choices("— no escalation")
+        self.result: dict[str, Any] | None = None
+        self.actors_added: dict[str, str] = {}
+
+    @staticmethod
+    def initial_from(step: dict[str, Any]) -> dict[str, Any]:
+        validation = step.get("validation") if isinstance(step.get("validation"), dict) else None
+        options = step.get("options")
+        return {
+            "key": step.get("key", ""),
+            "name": step.get("name", ""),
+            "kind": step.get("kind", "llm"),
+            "actor": step.get("actor") or "",
+            "prompt": step.get("prompt", ""),
+            "timeout_s": step.get("timeout_s"),
+            "validation_enabled": validation is not None,
+            "threshold": (validation or {}).get("threshold", 0.75),
+            "max_attempts": (validation or {}).get("max_attempts", 5),
+            "judge": (validation or {}).get("judge") or "",
+            "fallback": (validation or {}).get("fallback", ""),
+            "options": ", ".join(options) if isinstance(options, list) else "",
+            "escalate_to": step.get("escalate_to") or "",
+            "tree": step.get("tree"),
+            "leaf_targets": step.get("leaf_targets"),
+            "routes": step.get("routes"),
+            "bypass": bool(step.get("bypass")),
+            "max_reclassify": step.get("max_reclassify"),
+        }
+
+    def clean_key(self) -> str:
+        key = self.cleaned_data["key"].strip()
+        if not STEP_KEY.match(key):
+            raise ValidationError(
+                "Use letters, digits, '-' and '_' (starting with a letter or digit)."
+            )
+        others = [k for i, k in enumerate(self.context.step_keys) if i != self.index]
+        if key in others:
+            raise ValidationError(f"Another step is called '{key}'.")
+        return key
+
+    def clean_prompt(self) -> str:
+        return normalise_newlines(self.cleaned_data["prompt"])
+
+    def clean_fallback(self) -> str:
+        return normalise_newlines(self.cleaned_data["fallback"])
+
+    def clean_options(self) -> list[str] | None:
+        raw = self.cleaned_data["options"]
+        options = [o.strip() for o in raw.split(",") if o.strip()]
+        return options or None
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if self.errors:
+            return data
+        for name, wanted, label in (
+            ("tree", dict, "an object"),
+            ("leaf_targets", dict, "an object of leaf name: step key"),
+            ("routes", list, "a list of routes"),
+        ):
+            value = data.get(name)
+            if value is not None and not isinstance(value, wanted):
+                self.add_error(name, f"Write {label}.")
+        if self.errors:
+            return data
+        step = self._build_step(data)
+        candidate = copy.deepcopy(self.context.document)
+        steps = candidate["steps"]
+        old_key = self.original.get("key")
+        if step["key"] != old_key:
+            for other in steps:
+                for branch in (
+                    other.get("branches") if isinstance(other.get("branches"), list) else []
+                ):
+                    if isinstance(branch, dict) and branch.get("target") == old_key:
+                        branch["target"] = step["key"]
+        steps[self.index] = {**step, "branches": self.original.get("branches", [])}
+        if "position" in self.original:
+            steps[self.index]["position"] = self.original["position"]
+        new_index = data["sequence"] - 1
+        steps.insert(new_index, steps.pop(self.index))
+        candidate["actors"] = {**self.context.actors, **self.actors_added}
+        errors = document_errors(candidate)
+        for parts, message in errors_under(errors, f"steps[{new_index}]"):
+            if parts[:1] == ["branches"] or parts[:1] == ["position"]:
+                continue
+            head = parts[0] if parts else ""
+            if head == "validation" and len(parts) > 1:
+                target = self.VALIDATION_PATHS.get(parts[1])
+            else:
+                target = self.FIELD_PATHS.get(head)
+            detail = ".".join(parts[1:]) if head in ("tree", "routes", "leaf_targets") else ""
+            self.add_error(target, f"{detail}: {message}" if detail else message)
+        if not self.errors:
+            self.result = step
+        return data
+
+    def _build_step(self, data: dict[str, Any]) -> dict[str, Any]:
+        original = self.original
+        step: dict[str, Any] = {
+            k: v
+            for k, v in original.items()
+            if k not in ("branches", "position", *self.FIELD_PATHS, "validation")
+        }
+        step.update({"key": data["key"], "name": data["name"], "kind": data["kind"]})
+        actor = data.get("actor") or ""
+        if actor.startswith("+"):
+            reference = actor[1:]
+            aliases = set(self.context.actors) | set(self.actors_added)
+            alias = _new_alias(reference, aliases)
+            self.actors_added[alias] = reference
+            actor = alias
+        if actor:
+            step["actor"] = actor
+        step["prompt"] = data["prompt"]
+        if data.get("timeout_s") is not None:
+            step["timeout_s"] = data["timeout_s"]
+        if data.get("validation_enabled"):
+            validation: dict[str, Any] = {
+                "threshold": data["threshold"] if data.get("threshold") is not None else 0.75,
+                "max_attempts": data["max_attempts"] if data.get("max_attempts") else 5,
+            }
+            if data.get("judge"):
+                validation["judge"] = data["judge"]
+            old = original.get("validation") if isinstance(original.get("validation"), dict) else {}
+            if data.get("fallback") or "fallback" in old:
+                validation["fallback"] = data["fallback"]
+            step["validation"] = validation
+        for name in KIND_FIELDS:
+            if data["kind"] not in self.kind_only[name].split():
+                continue
+            value = data.get(name)
+            if isinstance(self.fields[name], forms.BooleanField):
+                # A switch is written when on, or kept (off) when the step had it.
+                if value or name in original:
+                    step[name] = bool(value)
+            elif value is not None and value != {} and value != "":
+                step[name] = value
+        return step

@@ -1,0 +1,152 @@
+"""The test-run forms: a dry run's inputs and scripted answers, and saving a run as a test."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from workflows.models import Recipe
+
+from .fields import StorableJSONField, normalise_newlines
+
+SCRIPT_SEPARATOR = re.compile(r"^\s*---\s*$", re.MULTILINE)
+
+
+def split_answers(text: str) -> list[str]:
+    """Split a scripted-answers box into answers: one per block, blocks separated by `---`."""
+    text = normalise_newlines(text)
+    return [a.strip("\n") for a in SCRIPT_SEPARATOR.split(text) if a.strip()]
+
+
+class RecipeTestForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    inputs = StorableJSONField(required=False)
+    script = StorableJSONField(required=False)
+    expected_path = forms.CharField(
+        help_text="Step keys in the order the run takes them, separated by →, > or commas."
+    )
+    expected_status = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("", "any"),
+            ("succeeded", "succeeded"),
+            ("ended", "ended"),
+            ("failed", "failed"),
+            ("waiting_human", "waiting for a reviewer"),
+        ],
+    )
+
+    def __init__(self, *args: Any, recipe: Recipe, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.recipe = recipe
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        if self.recipe.tests.filter(name=name).exists():
+            raise ValidationError(f"A test called '{name}' exists already.")
+        return name
+
+    def clean_inputs(self) -> dict[str, Any]:
+        value = self.cleaned_data.get("inputs")
+        if value in (None, ""):
+            return {}
+        if not isinstance(value, dict):
+            raise ValidationError("Inputs are a JSON object of name: value.")
+        return value
+
+    def clean_script(self) -> dict[str, list[str]]:
+        value = self.cleaned_data.get("script")
+        if value in (None, ""):
+            return {}
+        if not isinstance(value, dict) or not all(
+            isinstance(v, list) and all(isinstance(a, str) for a in v) for v in value.values()
+        ):
+            raise ValidationError("The script is a JSON object of alias: [answers].")
+        return value
+
+    def clean_expected_path(self) -> list[str]:
+        raw = self.cleaned_data["expected_path"]
+        keys = [k.strip() for k in re.split(r"→|->|>|,", raw) if k.strip()]
+        if not keys:
+            raise ValidationError("Name at least one step.")
+        return keys
+
+
+class TestRunForm(forms.Form):
+    """Inputs and scripted answers for a dry run, built from the version's inputs and actors."""
+
+    def __init__(self, *args: Any, document: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.input_names: list[str] = []
+        self.aliases: list[tuple[str, str]] = []
+        inputs = document.get("inputs") if isinstance(document.get("inputs"), dict) else {}
+        for name, spec in inputs.items():
+            spec = spec if isinstance(spec, dict) else {}
+            kind = spec.get("type", "string")
+            required = bool(spec.get("required")) and spec.get("default") is None
+            label = f"{name} ({kind})"
+            field: forms.Field
+            if kind == "number":
+                field = forms.FloatField(required=required, label=label)
+            elif kind == "integer":
+                field = forms.IntegerField(required=required, label=label)
+            elif kind == "boolean":
+                field = forms.BooleanField(required=False, label=label)
+            elif kind in ("object", "array"):
+                field = StorableJSONField(required=required, label=f"{label}, JSON")
+            else:
+                field = forms.CharField(
+                    required=required,
+                    label=label,
+                    strip=False,
+                    widget=forms.Textarea(attrs={"rows": 2}),
+                )
+            if spec.get("description"):
+                field.help_text = spec["description"]
+            self.fields[f"input_{name}"] = field
+            self.input_names.append(name)
+        actors = document.get("actors") if isinstance(document.get("actors"), dict) else {}
+        for alias, reference in actors.items():
+            self.fields[f"script_{alias}"] = forms.CharField(
+                required=False,
+                strip=False,
+                label=f"Answers of {alias} ({reference})",
+                widget=forms.Textarea(attrs={"rows": 3}),
+                help_text="One answer per block, blocks separated by a line of ---; the last "
+                "repeats. Reviewers answer approve, reject, or revise: comment.",
+            )
+            self.aliases.append((alias, str(reference)))
+
+    @property
+    def input_fields(self) -> list[forms.BoundField]:
+        return [self[f"input_{n}"] for n in self.input_names]
+
+    @property
+    def script_fields(self) -> list[forms.BoundField]:
+        return [self[f"script_{a}"] for a, _ in self.aliases]
+
+    def inputs(self) -> dict[str, Any]:
+        values = {}
+        for name in self.input_names:
+            value = self.cleaned_data.get(f"input_{name}")
+            if value not in (None, ""):
+                values[name] = value
+        return values
+
+    def script(self) -> dict[str, list[str]]:
+        script = {}
+        for alias, _ in self.aliases:
+            answers = split_answers(self.cleaned_data.get(f"script_{alias}") or "")
+            if answers:
+                script[alias] = answers
+        return script
+
+    def add_run_errors(self, errors: list[str]) -> None:
+        for error in errors:
+            path, _, message = error.partition(": ")
+            head, _, name = path.partition(".")
+            field = {"inputs": f"input_{name}", "script": f"script_{name}"}.get(head)
+            self.add_error(field if field in self.fields else None, message or error)

@@ -1,0 +1,249 @@
+"""Advance a run: claim its next step under a lease, execute it outside any transaction, and
+commit it once — StepRun, branch evaluations, the run's new state and its events together.
+
+The database holds all state (runner.store); Celery messages only say "look at run N" and may
+be lost or repeated. A worker may go on with the run's next step for a short time slice, then
+hands the run back to the queue so that runs share the workers fairly.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from workflows import engine
+
+from . import actors, dispatch, events, notifications, store
+from .claims import SCRIPTED_TIMEOUT, Claim, StepCommit, StepOutcome
+from .lease import LeaseKeeper
+from .models import BranchEvaluation, HumanTask, StepRun
+from .outages import DATABASE_ERRORS
+from .status import TERMINAL, Outcome, RunStatus, StepStatus, TaskStatus, check_transition
+from .steps import execute
+
+log = logging.getLogger(__name__)
+
+
+def advance(run_id: int, *, time_slice: float | None = None, resume_token: str = "") -> None:
+    """Execute the run's runnable steps one by one until it waits, ends, or the slice is used.
+
+    Each step's commit claims the next one in the same transaction while the slice lasts, and
+    hands the run back to the queue once it is used. A database that goes away mid-step raises
+    `Interrupted` with the lease token held, so that a retry can take the step again at once
+    (`resume_token`) instead of waiting for the lease to run out.
+    """
+    slice_s = settings.RUN_TIME_SLICE_SECONDS if time_slice is None else time_slice
+    deadline = time.monotonic() + slice_s
+    try:
+        claim = store.claim(run_id, resume_token=resume_token)
+    except DATABASE_ERRORS as exc:
+        raise Interrupted(run_id, resume_token) from exc  # still ours to take back
+    if claim is None:
+        return
+    # One lease token for the slice: each commit checks it together with the step's seq.
+    try:
+        with LeaseKeeper(claim.run_id, claim.token):
+            while claim is not None:
+                outcome, decision = execute(claim)
+                claim = commit(claim, outcome, decision, go_on=time.monotonic() < deadline)
+    except DATABASE_ERRORS as exc:
+        raise Interrupted(run_id, claim.token if claim else "") from exc
+
+
+class Interrupted(Exception):
+    """The database went away while a run was advanced; nothing half-done was committed."""
+
+    def __init__(self, run_id: int, token: str) -> None:
+        super().__init__(f"run {run_id}: interrupted by a database outage")
+        self.run_id, self.token = run_id, token
+
+
+def commit(
+    claim: Claim,
+    outcome: StepOutcome,
+    decision: engine.Decision | None,
+    *,
+    go_on: bool = False,
+) -> Claim | None:
+    """Store the step's result and the run's next move in one transaction.
+
+    If the run has a next step to execute now, it is claimed in the same transaction and
+    returned with `go_on`; without, the run is handed back to the queue. A worker whose lease
+    was taken over (it was presumed dead) commits nothing.
+    """
+    try:
+        if outcome.status == StepStatus.WAITING_HUMAN:
+            # The task is inserted first: its events and the run's next name its id.
+            with transaction.atomic():
+                step = _task_opened(claim, outcome, go_on)
+                following = store.commit(step)
+        else:
+            assert decision is not None
+            step = _step_decided(claim, outcome, decision, go_on)
+            following = store.commit(step)
+    except store.Fenced:
+        log.info(
+            "run %s: step %s result discarded (lease lost or run stopped)", claim.run_id, claim.seq
+        )
+        return None
+    except IntegrityError:
+        # The unique (run, seq, attempt) refused a second copy of a committed step.
+        log.warning("run %s: step %s was already committed", claim.run_id, claim.seq)
+        return None
+    if step.hands_back:
+        dispatch.send_on_commit(claim.run_id)  # after the commit: the next claim must find it
+    return following
+
+
+def _step_decided(
+    claim: Claim, outcome: StepOutcome, decision: engine.Decision, go_on: bool
+) -> StepCommit:
+    """The commit of a step the engine decided: its result, and where the run goes next."""
+    step_run = _step_run(claim, outcome)
+    evaluations = [
+        BranchEvaluation(
+            step_run=step_run,
+            order=i,
+            branch=e.branch,
+            priority=e.priority,
+            matched=e.matched,
+            taken=e.taken,
+            reason=e.reason,
+        )
+        for i, e in enumerate(decision.evaluations)
+    ]
+    step_events = [events.step_finished(step_run)]
+    step_events += [
+        events.branch_evaluated(seq=claim.seq, step=claim.step.key, evaluation=e)
+        for e in decision.evaluations
+    ]
+    step_events.append(events.branch_taken(seq=claim.seq, step=claim.step.key, decision=decision))
+    commit = StepCommit(claim, step_run, evaluations, step_events, next={}, go_on=go_on)
+    _apply_decision(commit, decision)
+    if commit.status in TERMINAL:
+        step_events.append(
+            events.run_finished(status=commit.status, outcome=commit.outcome, error=commit.error)
+        )
+    return commit
+
+
+def _step_run(claim: Claim, outcome: StepOutcome) -> StepRun:
+    """The step's StepRun with its result: a new one, or a resumed human step's own."""
+    if outcome.task is not None:
+        step_run = outcome.task.step_run
+    else:
+        step = claim.step
+        step_run = StepRun(
+            run_id=claim.run_id,
+            seq=claim.seq,
+            attempt=claim.attempt,
+            step_key=step.key,
+            step_name=step.name,
+            kind=step.kind,
+            actor_alias=outcome.actor_alias,
+            actor_name=outcome.actor_name,
+            started_at=outcome.started_at,
+            prompt=outcome.prompt,
+        )
+    step_run.status = outcome.status
+    step_run.response = outcome.response
+    step_run.decision = outcome.decision
+    step_run.error = outcome.error
+    step_run.latency_ms = outcome.latency_ms
+    step_run.tokens_in, step_run.tokens_out = outcome.tokens_in, outcome.tokens_out
+    step_run.confidence = outcome.confidence
+    step_run.details = outcome.details
+    step_run.finished_at = timezone.now()
+    return step_run
+
+
+def _apply_decision(commit: StepCommit, decision: engine.Decision) -> None:
+    """Set the run's next step, or its end, as the engine decided (a failed step that no branch
+    handles fails the run: the engine says so with a `fail` decision)."""
+    step = commit.claim.step
+    if decision.kind in ("goto", "repeat", "retry_actor"):
+        commit.next = {"step": decision.next_step or step.key}
+        if decision.kind == "repeat" and decision.prompt_suffix:
+            commit.next["prompt_suffix"] = decision.prompt_suffix
+        if decision.kind == "retry_actor" and decision.actor:
+            commit.next["actor"] = decision.actor
+    elif decision.kind == "complete":
+        state = commit.claim.state
+        result = (
+            Outcome.APPROVED
+            if state.approved
+            else Outcome.ERROR_HANDLED
+            if state.error_handled
+            else Outcome.COMPLETED
+        )
+        _finish(commit, RunStatus.SUCCEEDED, result, "")
+    elif decision.kind == "end":
+        _finish(commit, RunStatus.ENDED, Outcome.ENDED, "")
+    else:
+        _finish(commit, RunStatus.FAILED, Outcome.FAILED, decision.reason)
+
+
+def _finish(commit: StepCommit, status: str, outcome: str, error: str) -> None:
+    check_transition(commit.status, status)
+    commit.status, commit.outcome, commit.error = status, outcome, error
+    commit.next = {}
+
+
+def _task_opened(claim: Claim, outcome: StepOutcome, go_on: bool) -> StepCommit:
+    """The commit of a human step that opens its task: the run waits for a reviewer, or goes
+    on with the step at once if a dry-run script answers for them.
+
+    Inserts the task with the step's StepRun (inside the caller's transaction, behind the lease
+    fence); the reviewers are told, and mailed, once the commit is in.
+    """
+    step = claim.step
+    escalation_group_id = None
+    if step.escalate_to:
+        escalation = actors.resolve(step.escalate_to, document=claim.document, script=None)
+        escalation_group_id = escalation.group_id
+    task = HumanTask(
+        run_id=claim.run_id,
+        step_key=step.key,
+        group_id=outcome.human_group_id,
+        escalation_group_id=escalation_group_id,
+        question=outcome.prompt,
+        material=outcome.material,
+        options=list(step.options),
+        due_at=timezone.now() + timedelta(seconds=step.timeout_s) if step.timeout_s else None,
+    )
+    step_run = _step_run(claim, outcome)
+    store.insert_task(claim, step_run, task)
+    step_events = [events.human_task_created(task)]
+    commit = StepCommit(claim, step_run, [], step_events, next={}, go_on=go_on)
+    if outcome.scripted_decision is None:
+        check_transition(commit.status, RunStatus.WAITING_HUMAN)
+        commit.status = RunStatus.WAITING_HUMAN
+        step_events.append(events.run_status(commit.status))
+        events.push_task_change([task.group_id], "created", events.task_payload(task))
+        notifications.mail_reviewers_on_commit(task)
+    else:
+        _answer(task, outcome.scripted_decision)
+        step_events.append(
+            events.human_task_decided(task)
+            if task.status == TaskStatus.DECIDED
+            else events.human_task_timed_out(task)
+        )
+        commit.task = task
+        commit.next = {"step": task.step_key, "resume_task": task.pk}
+    return commit
+
+
+def _answer(task: HumanTask, scripted: str) -> None:
+    """Give the task a dry-run script's answer: `option`, `option: comment`, or `@timeout`
+    (a script can let the task lapse, to walk `execution_timeout` branches)."""
+    answer, _, comment = scripted.partition(":")
+    if answer.strip() == SCRIPTED_TIMEOUT:
+        task.status = TaskStatus.TIMED_OUT
+    else:
+        task.status, task.decided_at = TaskStatus.DECIDED, timezone.now()
+        task.decision, task.comment = answer.strip(), comment.strip()

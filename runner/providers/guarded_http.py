@@ -1,0 +1,163 @@
+"""An httpx transport that guards each call of a provider: where it connects, how long it reads,
+how much it reads.
+
+- A request connects to the addresses `urls.connect_addresses` checked for its host (the
+  name kept for Host and TLS), so a name cannot resolve elsewhere between the check and the
+  connect; or by name, where that check says so.
+- A response body is cut at the call's deadline, between chunks and, through a watchdog on
+  the socket, during a stalled read; and at a byte ceiling.
+
+The provider (`openai_compat`) sees the cuts as `DeadlinePassed` and `BodyTooLarge`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import httpx
+
+from .urls import Allowlist, connect_addresses
+
+
+class BodyTooLarge(Exception):
+    """Signal from the transport: the body went past the byte ceiling."""
+
+
+class DeadlinePassed(Exception):
+    """Signal from the transport: the call's time budget ran out while reading."""
+
+
+class _Watchdog:
+    """Shut a response's socket down at the deadline, so a stalled read returns at once.
+
+    A read timeout alone is not enough: it bounds each read, not the sum of them, so a
+    server that stalls after trickling for a while would hold the worker past the budget.
+    """
+
+    def __init__(self, sock: socket.socket, delay: float) -> None:
+        self.fired = threading.Event()
+        self._sock = sock
+        self._timer = threading.Timer(max(delay, 0.0), self._cut)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _cut(self) -> None:
+        self.fired.set()
+        # The base-class method, so that on a TLS socket the SSL object is left alone for
+        # the reading thread, which then sees a plain end of stream.
+        with contextlib.suppress(OSError):
+            socket.socket.shutdown(self._sock, socket.SHUT_RDWR)
+
+    def cancel(self) -> None:
+        """Stop the timer; the response was read or dropped in time."""
+        self._timer.cancel()
+
+
+class _GuardedStream(httpx.SyncByteStream):
+    """Wrap a response body: enforce the byte ceiling and the deadline between chunks."""
+
+    def __init__(
+        self,
+        inner: httpx.SyncByteStream,
+        *,
+        deadline: float,
+        max_bytes: int,
+        watchdog: _Watchdog | None,
+    ) -> None:
+        self._inner = inner
+        self._deadline = deadline
+        self._max_bytes = max_bytes
+        self._watchdog = watchdog
+
+    def __iter__(self) -> Iterator[bytes]:
+        received = 0
+        try:
+            for chunk in self._inner:
+                received += len(chunk)
+                if received > self._max_bytes:
+                    raise BodyTooLarge(f"response body exceeded {self._max_bytes} bytes")
+                if time.monotonic() > self._deadline:
+                    raise DeadlinePassed()
+                yield chunk
+        except httpx.TransportError as exc:
+            if self._cut_short():
+                raise DeadlinePassed() from exc
+            raise
+        # A body without a length ends at end of stream, which is also what the watchdog's
+        # shutdown looks like: a cut body must not pass for a complete one.
+        if self._cut_short():
+            raise DeadlinePassed()
+
+    def _cut_short(self) -> bool:
+        fired = self._watchdog is not None and self._watchdog.fired.is_set()
+        return fired or time.monotonic() >= self._deadline
+
+    def close(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+        self._inner.close()
+
+
+class GuardedTransport(httpx.BaseTransport):
+    """Connect only to checked addresses, and guard every response body (see _GuardedStream)."""
+
+    def __init__(self, *, allowlist: Allowlist, deadline: float, max_body_bytes: int) -> None:
+        self._inner = httpx.HTTPTransport()
+        self._allowlist = allowlist
+        self._deadline = deadline
+        self._max_body_bytes = max_body_bytes
+        self._watchdogs: list[_Watchdog] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        port = url.port or (443 if url.scheme == "https" else 80)
+        addresses = connect_addresses(url.host, port, self._allowlist)
+        if addresses is None:
+            response = self._inner.handle_request(request)
+        else:
+            response = self._send_pinned(request, addresses)
+        watchdog = None
+        network_stream = response.extensions.get("network_stream")
+        sock = network_stream.get_extra_info("socket") if network_stream is not None else None
+        if isinstance(sock, socket.socket):
+            watchdog = _Watchdog(sock, self._deadline - time.monotonic())
+            self._watchdogs.append(watchdog)
+        assert isinstance(response.stream, httpx.SyncByteStream)
+        return httpx.Response(
+            status_code=response.status_code,
+            headers=response.headers,
+            stream=_GuardedStream(
+                response.stream,
+                deadline=self._deadline,
+                max_bytes=self._max_body_bytes,
+                watchdog=watchdog,
+            ),
+            extensions=response.extensions,
+        )
+
+    def _send_pinned(self, request: httpx.Request, addresses: list[str]) -> httpx.Response:
+        """Send to the checked addresses in turn, keeping the name for Host and TLS."""
+        original_url = request.url
+        if original_url.scheme == "https":
+            request.extensions = {"sni_hostname": original_url.host, **request.extensions}
+        last_error: httpx.ConnectError | None = None
+        for address in addresses:
+            request.url = original_url.copy_with(host=address)
+            try:
+                return self._inner.handle_request(request)
+            except httpx.ConnectError as exc:
+                # Nothing was sent yet, so the next address is as safe to try as the first.
+                last_error = exc
+            finally:
+                request.url = original_url
+        assert last_error is not None
+        raise last_error
+
+    def close(self) -> None:
+        for watchdog in self._watchdogs:
+            watchdog.cancel()
+        self._inner.close()

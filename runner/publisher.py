@@ -1,0 +1,130 @@
+"""Send messages to the channel layer from sync code: the worker's, the views'.
+
+`runner.events` decides what is pushed to which group, and when (after commit); this module
+only delivers a message to a group, and drops it if the layer cannot take it (consumers catch
+up from the event log).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from concurrent.futures import Future
+from typing import Any
+
+import redis
+import redis.sentinel
+from channels.layers import InMemoryChannelLayer, get_channel_layer
+from channels_redis.pubsub import RedisPubSubChannelLayer
+from channels_redis.utils import _consistent_hash, decode_hosts
+from django.conf import settings
+
+from . import outages
+
+log = logging.getLogger(__name__)
+
+
+class Publisher:
+    """Send to the channel layer from sync code, without starting an event loop per message.
+
+    With channels_redis's pub/sub layer (REDIS_URL), a message is PUBLISHed with redis-py's
+    blocking client: a round trip to Redis, from whichever thread records the event.
+
+    The in-memory layer (the embedded default) only works from the loop of the server that
+    holds the websockets, so the consumers hand that loop over with `use_loop` and messages go
+    through it; before any consumer has connected nobody can be listening, and the durable
+    RunEvent log covers replay. Any other layer gets a long-lived loop of its own.
+    """
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+        self._redis: RedisGroupPublisher | None = None
+
+    def use_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    def _get_loop(self) -> asyncio.AbstractEventLoop | None:
+        if self._loop is not None and not self._loop.is_closed():
+            return self._loop
+        if isinstance(get_channel_layer(), InMemoryChannelLayer):
+            return None
+        with self._lock:
+            if self._loop is None or self._loop.is_closed():
+                loop = asyncio.new_event_loop()
+                threading.Thread(
+                    target=loop.run_forever, name="event-publisher", daemon=True
+                ).start()
+                self._loop = loop
+        return self._loop
+
+    def send(self, group: str, message: dict[str, Any]) -> Future[None] | None:
+        layer = get_channel_layer()
+        if layer is None:
+            return None
+        if isinstance(layer, RedisPubSubChannelLayer):
+            if self._redis is None or self._redis.layer is not layer:
+                config = settings.CHANNEL_LAYERS["default"].get("CONFIG", {})
+                self._redis = RedisGroupPublisher(layer, config)
+            self._redis.group_send(group, message)
+            return None
+        loop = self._get_loop()
+        if loop is None:
+            return None
+        future = asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop)
+        future.add_done_callback(_log_failure)
+        return future
+
+
+class RedisGroupPublisher:
+    """`group_send` of channels_redis's pub/sub layer, done with redis-py's blocking client.
+
+    The layer's own `group_send` is a coroutine; from a worker it would need an event loop in
+    another thread, and handing each message over costs about a millisecond of thread switches
+    per step. What it does is small: serialize the message with the layer's serializer and
+    PUBLISH it to `{prefix}__group__{group}` on the group's shard (channels_redis.pubsub).
+    tests/runner/test_publisher.py checks that the layer's group members receive it.
+    """
+
+    def __init__(self, layer: RedisPubSubChannelLayer, config: dict[str, Any]) -> None:
+        self.layer = layer
+        self.prefix = config.get("prefix", "asgi")
+        self.shards = [_redis_client(host) for host in decode_hosts(config.get("hosts"))]
+
+    def group_send(self, group: str, message: dict[str, Any]) -> None:
+        """Publish the message; if Redis cannot take it, drop it (consumers catch up from the
+        event log) and skip Redis for a moment rather than wait on it at every push."""
+        if outages.channel_layer.is_open():
+            return
+        channel = f"{self.prefix}__group__{group}"
+        shard = self.shards[_consistent_hash(channel, len(self.shards))]
+        try:
+            shard.publish(channel, self.layer.serialize(message))
+        except redis.RedisError as exc:
+            outages.channel_layer.trip(exc)
+        except Exception as exc:  # after a commit: a push that fails must not stop the worker
+            log.warning("could not push an event: %s", exc)
+
+
+def _redis_client(host: dict[str, Any]) -> redis.Redis:
+    host = dict(host)
+    # A stalled Redis must not hold a worker: the event log covers what a push loses.
+    timeout = settings.BROKER_TIMEOUT_SECONDS
+    options = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+    if "address" in host:
+        return redis.Redis.from_url(host.pop("address"), **{**options, **host})
+    if "master_name" in host:
+        sentinel = redis.sentinel.Sentinel(
+            host.pop("sentinels"), sentinel_kwargs=host.pop("sentinel_kwargs", None)
+        )
+        return sentinel.master_for(host.pop("master_name"), **{**options, **host})
+    return redis.Redis(**{**options, **host})
+
+
+def _log_failure(future: Future[None]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("could not push an event: %s", future.exception())
+
+
+publisher = Publisher()

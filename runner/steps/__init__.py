@@ -1,0 +1,72 @@
+"""Run one claimed step outside any transaction, by its kind: one module per step kind.
+
+Model calls may take minutes, so nothing here holds a database transaction; the lease keeper
+(`runner.lease`, held by `runner.advance`) renews the claim meanwhile. `execute` runs the step
+with its kind's module and asks the engine what comes next; the caller commits both.
+
+A step kind is a module with `KIND` and `execute(session) -> StepOutcome` (see `llm`), listed
+in `EXECUTORS`; the engine's side of the kind (its fields, how a step of it is read and
+checked) is its module in `workflows/engine/step_kinds/`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from django.utils import timezone
+
+from workflows import engine
+
+from ..claims import Claim, StepOutcome
+from ..outages import DATABASE_ERRORS
+from ..status import StepStatus
+from . import classify, decision_tree, human, llm
+from .actor_stats import actor_stats
+from .session import Session
+
+log = logging.getLogger(__name__)
+
+EXECUTORS: dict[str, Callable[[Session], StepOutcome]] = {
+    kind.KIND: kind.execute for kind in (llm, human, decision_tree, classify)
+}
+
+
+def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
+    """Run the claimed step and decide what comes next (no database transaction is held).
+
+    A human step that waits for its reviewers has no decision yet (None).
+    """
+    session = Session(claim)
+    step = claim.step
+    started = timezone.now()
+    try:
+        outcome = EXECUTORS[step.kind](session)
+    except (LookupError, engine.EngineError) as exc:
+        outcome = StepOutcome(status=StepStatus.FAILED, error=str(exc))
+    except DATABASE_ERRORS:
+        raise  # the database went away, not the step: the task is retried (runner.tasks)
+    except Exception as exc:
+        # Anything else is a bug here or in a provider: fail the step once, with the reason,
+        # rather than leave the lease to expire and run the (paid) step again and again.
+        log.exception("run %s: step %s failed unexpectedly", claim.run_id, step.key)
+        outcome = StepOutcome(status=StepStatus.FAILED, error=f"unexpected error: {exc!r}")
+    outcome.started_at = started
+    if outcome.status == StepStatus.WAITING_HUMAN:
+        return outcome, None
+    result = engine.StepResult(
+        step_key=step.key,
+        response=outcome.response,
+        decision=outcome.decision or None,
+        comment=outcome.response if step.kind == human.KIND else None,
+        timed_out=outcome.timed_out,
+        # A failed step always reaches the engine as failed, even when its exception had no text.
+        error=outcome.error
+        or ("failed without a message" if outcome.status == StepStatus.FAILED else None),
+        route_selection=outcome.route_selection,
+        leaf=outcome.leaf,
+    )
+    decision = engine.decide(
+        claim.graph, claim.state, result, judge=session.judge, actor_stats=actor_stats(claim)
+    )
+    return outcome, decision

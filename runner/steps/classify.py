@@ -1,0 +1,42 @@
+"""Classify steps: ask the step's actor which of the step's routes the rendered prompt takes."""
+
+from __future__ import annotations
+
+import time
+
+from workflows import engine
+
+from ..claims import StepOutcome
+from ..providers import ProviderError
+from ..status import StepStatus
+from .session import Session
+
+KIND = "classify"
+
+
+def execute(session: Session) -> StepOutcome:
+    step = session.claim.step
+    alias = step.actor or ""
+    prompt = session.prompt()
+    began = time.monotonic()
+    try:
+        result = engine.classify(
+            prompt,
+            step.routes,
+            lambda question: session.ask(alias, question, timeout_s=step.timeout_s).text,
+            bypass=step.bypass,
+            max_reclassify=step.max_reclassify,
+        )
+    except ProviderError as exc:
+        return StepOutcome(
+            status=StepStatus.FAILED, prompt=prompt, error=str(exc), actor_alias=alias
+        )
+    return StepOutcome(
+        status=StepStatus.SUCCEEDED,
+        prompt=prompt,
+        response=", ".join(result.selected),
+        route_selection=tuple(result.selected),
+        actor_alias=alias,
+        latency_ms=int((time.monotonic() - began) * 1000),
+        details={"trace": list(result.trace), "selected": list(result.selected)},
+    )

@@ -1,0 +1,86 @@
+"""LLM steps: ask the step's actor the rendered prompt, through the validation loop if set."""
+
+from __future__ import annotations
+
+import time
+
+from workflows import engine
+
+from ..claims import StepOutcome
+from ..providers import ProviderError, ProviderTimeoutError
+from ..status import StepStatus
+from .session import Session, TokenStreamer
+
+KIND = "llm"
+
+
+def execute(session: Session) -> StepOutcome:
+    claim = session.claim
+    step = claim.step
+    alias = claim.next.get("actor") or step.actor or ""
+    outcome = StepOutcome(status=StepStatus.SUCCEEDED, actor_alias=alias)
+    try:
+        outcome.prompt = session.prompt()
+    except engine.TemplateError as exc:
+        return StepOutcome(status=StepStatus.FAILED, error=str(exc), actor_alias=alias)
+    streamer = TokenStreamer(claim.run_id, claim.seq)
+    began = time.monotonic()
+    try:
+        outcome.actor_name = session.resolve(alias).name
+        if step.validation:
+            _validate(session, alias, outcome, streamer)
+        else:
+            result = session.ask(
+                alias, outcome.prompt, timeout_s=step.timeout_s, on_token=streamer.add
+            )
+            outcome.response = result.text
+            outcome.tokens_in, outcome.tokens_out = result.tokens_in, result.tokens_out
+    except ProviderError as exc:
+        outcome.status = StepStatus.FAILED
+        outcome.error = str(exc)
+        outcome.timed_out = isinstance(exc, ProviderTimeoutError)
+        if outcome.timed_out:
+            outcome.status = StepStatus.TIMED_OUT
+    outcome.latency_ms = int((time.monotonic() - began) * 1000)
+    return outcome
+
+
+def _validate(session: Session, alias: str, outcome: StepOutcome, streamer: TokenStreamer) -> None:
+    """Answer through the validation loop: a judge scores each answer, feedback asks again."""
+    step = session.claim.step
+    settings_ = step.validation or {}
+    judge_alias: str = settings_.get("judge") or step.actor or ""
+    tokens = {"in": 0, "out": 0}
+
+    def generate(feedback: str | None) -> str:
+        prompt = session.prompt(feedback)
+        if feedback and "{feedback}" not in step.prompt:
+            prompt += f"\n\nFeedback on your previous answer: {feedback}"
+        result = session.ask(alias, prompt, timeout_s=step.timeout_s, on_token=streamer.add)
+        tokens["in"] += result.tokens_in or 0
+        tokens["out"] += result.tokens_out or 0
+        return result.text
+
+    validated = engine.run_validation_loop(
+        generate,
+        lambda prompt: session.ask(judge_alias, prompt).text,
+        question=outcome.prompt,
+        threshold=settings_.get("threshold", 0.75),
+        max_attempts=settings_.get("max_attempts", 5),
+        fallback=settings_.get("fallback", ""),
+    )
+    outcome.response = validated.response
+    outcome.confidence = validated.confidence
+    outcome.tokens_in, outcome.tokens_out = tokens["in"] or None, tokens["out"] or None
+    outcome.details["validation"] = {
+        "used_fallback": validated.used_fallback,
+        "attempts": [
+            {
+                "response": a.response,
+                "rule_score": a.rule_score,
+                "confidence": a.confidence,
+                "feedback": a.feedback,
+            }
+            for a in validated.attempts
+        ],
+    }

@@ -1,0 +1,109 @@
+"""What one step execution works with: the run's actors, its earlier answers, its live text."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from workflows import engine
+
+from .. import actors, events
+from ..claims import TOKEN_PUSH_INTERVAL_S, Claim
+from ..models import StepRun
+from ..providers import ChatResult
+
+
+class Answers:
+    """The run's earlier answers by seq, each read from its StepRun when a template names it.
+
+    The run's state keeps only where the answers are (see `engine.RunState`), so a step reads
+    the few it names, whatever the run's length.
+    """
+
+    def __init__(self, run_id: int) -> None:
+        self.run_id = run_id
+        self._read: dict[int, str] = {}
+
+    def __call__(self, seq: int) -> str:
+        if seq not in self._read:
+            found = StepRun.objects.filter(run_id=self.run_id, seq=seq).values_list(
+                "response", flat=True
+            )
+            response = found.first()
+            if response is None:
+                raise LookupError(f"the answer of step #{seq} is missing from the run")
+            self._read[seq] = response
+        return self._read[seq]
+
+
+class Session:
+    """One execution of the claimed step: it calls actors, counting the run's calls per alias
+    (a script answers by that count), and renders the step's templates."""
+
+    def __init__(self, claim: Claim) -> None:
+        self.claim = claim
+        self.calls = claim.calls
+        self.resolved = claim.resolved
+        self.answers = Answers(claim.run_id)
+
+    def resolve(self, alias: str) -> actors.ResolvedActor:
+        if alias not in self.resolved:
+            self.resolved[alias] = actors.resolve(
+                alias, document=self.claim.document, script=self.claim.script
+            )
+        return self.resolved[alias]
+
+    def next_call(self, alias: str) -> int:
+        """Count one more call of `alias` in this run; return its index (from 0)."""
+        index = self.calls.get(alias, 0)
+        self.calls[alias] = index + 1
+        return index
+
+    def ask(
+        self, alias: str, prompt: str, *, timeout_s: float | None = None, on_token: Any = None
+    ) -> ChatResult:
+        actor = self.resolve(alias)
+        return actors.call(
+            actor, prompt, call_index=self.next_call(alias), timeout_s=timeout_s, on_token=on_token
+        )
+
+    def judge(self, evaluator: str, prompt: str, text: str) -> str:
+        """Answer an `ai_evaluation` condition (the engine's `Judge`)."""
+        instruction = prompt or "Rate the quality of the text from 1 to 10."
+        return self.ask(evaluator, engine.evaluation_prompt(instruction, text)).text
+
+    def render(self, template: str, feedback: str | None = None) -> str:
+        """Render one of the step's templates; raise TemplateError naming a bad name."""
+        claim = self.claim
+        context = claim.state.template_context(claim.step.key, self.answers, feedback)
+        return engine.render(template, context)
+
+    def prompt(self, feedback: str | None = None) -> str:
+        """Return the step's prompt, with the suffix a repeat branch asked for."""
+        prompt = self.render(self.claim.step.prompt, feedback)
+        suffix = self.claim.next.get("prompt_suffix")
+        return f"{prompt}\n\n{suffix}" if suffix else prompt
+
+
+class TokenStreamer:
+    """Push streamed text live, a batch every 100 ms rather than one message per token.
+
+    What is left when the answer ends is not pushed: `step.finished` follows at once with the
+    whole text (and an answer quicker than a batch needs no live text).
+    """
+
+    def __init__(self, run_id: int, seq: int) -> None:
+        self.run_id, self.seq = run_id, seq
+        self.buffer: list[str] = []
+        self.last_push = time.monotonic()
+
+    def add(self, text: str) -> None:
+        self.buffer.append(text)
+        if time.monotonic() - self.last_push >= TOKEN_PUSH_INTERVAL_S:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.buffer:
+            events.push_token(self.run_id, self.seq, "".join(self.buffer))
+            self.buffer.clear()
+        self.last_push = time.monotonic()

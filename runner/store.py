@@ -1,0 +1,537 @@
+"""The run store: the one module that writes a run (start it, claim its next step under a
+lease, commit a step, mark it sent to the workers; resume, escalate or cancel it for a
+person), and the only one that knows which database it is on.
+
+A claimed run changes only through a fenced UPDATE, `... WHERE id = %s AND lease_token = %s AND
+next_seq = %s AND status IN (runnable)`, which matches no row once another worker took the lease
+over or the run stopped (healthchecks claims its work the same way). It is the first statement
+of each write, so it also holds the run's row until the commit; the StepRun, its branch
+evaluations and the run's events follow in the same transaction.
+
+What differs by database: on PostgreSQL a claim, and the commit of a step with a new StepRun,
+is one statement (`_write_in_one_statement`: the same fence as a data-modifying CTE whose
+INSERTs read the run's id from it, and which adds to the run's event count instead of
+matching it, unless the write must find the run unchanged, as a claim must); elsewhere the ORM
+sends the fenced UPDATE, then the INSERTs, in one transaction.
+The rare writes take the ORM's path on both: a human step's task (`insert_task`) and its
+resumed commit, and the runs people move (`lock` is SELECT ... FOR UPDATE, which SQLite
+ignores: its write transaction locks the whole database).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from contextlib import nullcontext, suppress
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from functools import cache
+from typing import Any
+
+import psycopg
+from django.conf import settings
+from django.db import connection, models, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from workflows import engine
+
+from . import events
+from .claims import Claim, StepCommit, lease_seconds
+from .models import BranchEvaluation, HumanTask, Run, RunEvent, StepRun
+from .status import RUNNABLE, TERMINAL, Outcome, RunStatus, check_transition
+from .versions import version_graph
+
+
+class Fenced(Exception):
+    """The worker's lease was taken over, or the run stopped: the write wrote nothing."""
+
+
+# --------------------------------------------------------------------------------------------
+# Start
+
+
+def start(run: Run, first: list[events.Event]) -> None:
+    """Insert a new run with its first events."""
+    run.event_seq = len(first)
+    with transaction.atomic():
+        run.save(force_insert=True)
+        events.append(run.pk, run.created_by_id, 0, first)
+
+
+def mark_enqueued(run_id: int) -> None:
+    """Note that the run's message is on its way (the reaper resends it if it gets lost)."""
+    Run.objects.filter(pk=run_id).update(enqueued_at=timezone.now())
+
+
+def mark_unsent(run_id: int) -> None:
+    """Note that the run's message did not leave: the reaper sends it at its next tick."""
+    Run.objects.filter(pk=run_id).update(enqueued_at=None)
+
+
+def renew_lease(run_id: int, token: str) -> None:
+    """Extend the lease `token` holds on the run (nothing if it no longer holds it)."""
+    Run.objects.filter(pk=run_id, lease_token=token).update(
+        lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds())
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Runs moved by people: a reviewer's decision, a task past due, a cancel
+
+
+def lock(run_id: int) -> Run:
+    """The run, locked until the caller's transaction ends.
+
+    Lock a run before its human tasks: every writer of both takes them in that order, since the
+    opposite order would deadlock against it.
+    """
+    return Run.objects.select_for_update().get(pk=run_id)
+
+
+def add_events(run: Run, new_events: list[events.Event]) -> None:
+    """Record events of a run `lock`ed in the caller's transaction."""
+    events.record(run, new_events)
+    run.save(update_fields=["event_seq"])
+
+
+def resume(run: Run, task: HumanTask, new_events: list[events.Event]) -> None:
+    """Set a run that waited for the `task`, `lock`ed in the caller's transaction, running
+    again on the task's step (its next claim reads the task), and record `new_events`."""
+    check_transition(run.status, RunStatus.RUNNING)
+    run.status = RunStatus.RUNNING
+    run.next = {"step": task.step_key, "resume_task": task.pk}
+    events.record(run, new_events)
+    run.save(update_fields=["status", "next", "event_seq"])
+
+
+def cancel(run: Run, new_events: list[events.Event]) -> None:
+    """Stop a run `lock`ed in the caller's transaction before its next step, and record
+    `new_events`."""
+    check_transition(run.status, RunStatus.CANCELLED)
+    run.status, run.outcome = RunStatus.CANCELLED, Outcome.CANCELLED
+    run.next, run.lease_token, run.lease_expires_at = {}, "", None
+    run.finished_at = timezone.now()
+    events.record(run, new_events)
+    run.save(
+        update_fields=[
+            "status",
+            "outcome",
+            "next",
+            "lease_token",
+            "lease_expires_at",
+            "finished_at",
+            "event_seq",
+        ]
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Claim
+
+
+def claim(run_id: int, *, resume_token: str = "") -> Claim | None:
+    """Take the lease on the run's next step, or return None if there is nothing to take.
+
+    A live lease is taken only by the worker that holds its token (`resume_token`): a task
+    retried after a database outage goes on with the step it was running.
+
+    The run is read without a lock; the claim's write is fenced by what was read (the lease
+    token, the next step's seq, a runnable status, the count of its events), so that of two
+    workers claiming the same step only one takes it, and a claim never acts on a run changed
+    since it was read (every writer adds an event). A lease is taken only once it has expired.
+    """
+    now = timezone.now()
+    run = _read(run_id)
+    if run is None or run.status not in RUNNABLE or not run.next.get("step"):
+        return None
+    leased = run.lease_token and run.lease_expires_at and run.lease_expires_at > now
+    if leased and run.lease_token != resume_token:
+        return None  # another worker holds it
+    if run.claims >= settings.RUN_MAX_STEP_CLAIMS:
+        _fail_unclaimed(
+            run,
+            f"step '{run.next['step']}' was lost {run.claims} times: the workers running it "
+            "stopped before finishing",
+        )
+        return None
+    try:
+        graph, document = version_graph(run.version_id, run.version_created_at)
+    except engine.RecipeInvalid as exc:
+        # Published before a check it now fails (say, a bound on regexes): it can never run.
+        _fail_unclaimed(run, f"its recipe version can no longer run: {exc}")
+        return None
+    new_events: list[events.Event] = []
+    changes: dict[str, Any] = {}
+    if run.status == RunStatus.QUEUED:
+        check_transition(run.status, RunStatus.RUNNING)
+        changes.update(status=RunStatus.RUNNING, started_at=now)
+        new_events.append(events.run_started())
+    state = engine.RunState.from_dict(run.state)
+    claimed = Claim(
+        run_id=run.pk,
+        token=str(uuid.uuid4()),
+        seq=run.next_seq,
+        attempt=_attempt(state, run.next),
+        step=graph.step(run.next["step"]),
+        graph=graph,
+        document=document,
+        state=state,
+        next=dict(run.next),
+        calls=dict(run.calls),
+        script=run.script,
+        recipe_id=run.recipe_id,
+        owner_id=run.created_by_id,
+    )
+    new_events += _started(claimed)
+    changes.update(
+        lease_token=claimed.token,
+        lease_expires_at=now + timedelta(seconds=lease_seconds()),
+        claims=run.claims + 1,
+    )
+    try:
+        claimed.event_seq = _write(_fence_of(run), changes, new_events, exact_events=True)
+    except Fenced:
+        return None  # another worker claimed it first
+    return claimed
+
+
+def _read(run_id: int) -> Run | None:
+    """The run, with its version's creation time as `version_created_at` (a key of the
+    parsed-version cache)."""
+    return (
+        Run.objects.annotate(version_created_at=F("version__created_at")).filter(pk=run_id).first()
+    )
+
+
+def _fence_of(run: Run) -> _Fence:
+    return _Fence(run.pk, run.created_by_id, run.lease_token, run.next_seq, run.event_seq)
+
+
+def _attempt(state: engine.RunState, next_: dict[str, Any]) -> int:
+    """The attempt at the step the run's `next` names (from 1)."""
+    resume_task = next_.get("resume_task")
+    if resume_task:  # a human step resumed by its decision: its StepRun exists
+        attempt: int = StepRun.objects.values_list("attempt", flat=True).get(task__pk=resume_task)
+        return attempt
+    # The state counts the committed StepRuns per step, in the same transaction.
+    return 1 + state.attempts.get(next_["step"], 0)
+
+
+def _started(claim: Claim) -> list[events.Event]:
+    """The claimed step's `step.started`, unless it resumes a human step (started already)."""
+    if claim.next.get("resume_task"):
+        return []
+    step = claim.step
+    return [
+        events.step_started(
+            seq=claim.seq,
+            step=step.key,
+            name=step.name,
+            kind=step.kind,
+            actor=claim.next.get("actor") or step.actor,
+            attempt=claim.attempt,
+        )
+    ]
+
+
+def _fail_unclaimed(run: Run, error: str) -> None:
+    """Fail a run that cannot be claimed, if nothing changed it since it was read."""
+    check_transition(run.status, RunStatus.FAILED)
+    changes = {
+        "status": RunStatus.FAILED,
+        "outcome": Outcome.FAILED,
+        "error": error,
+        "next": {},
+        "finished_at": timezone.now(),
+        "lease_token": "",
+        "lease_expires_at": None,
+    }
+    finished = events.run_finished(status=RunStatus.FAILED, outcome=Outcome.FAILED, error=error)
+    with suppress(Fenced):  # another writer moved it: its next claim looks again
+        _write(_fence_of(run), changes, [finished], exact_events=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Commit
+
+
+def commit(step: StepCommit) -> Claim | None:
+    """Write the step's commit in one transaction, if the worker still holds the lease.
+
+    Returns the run's next step, claimed in the same transaction, if the commit goes on with
+    it. Raises Fenced (nothing written) if the lease was taken over or the run stopped, and
+    IntegrityError if the step was committed already (the unique (run, seq, attempt)).
+
+    The run's row is not read: the claim knows it (only the lease holder moves a leased run).
+    """
+    claim = step.claim
+    now = timezone.now()
+    new_events = list(step.events)
+    following, changes = _moves(step, new_events, now)
+    fence = _fence_of_claim(claim)
+    if step.step_run.pk is None:
+        event_seq = _write(fence, changes, new_events, (step.step_run, step.evaluations))
+    else:  # a human step's StepRun, inserted with its task (rare: the ORM's path)
+        with transaction.atomic():
+            base = _fence(fence, changes, len(new_events))
+            if step.decided:  # resumed by the task's decision
+                step.step_run.save(force_update=True)
+                BranchEvaluation.objects.bulk_create(step.evaluations)
+            if step.task is not None:
+                step.task.save(update_fields=["status", "decision", "comment", "decided_at"])
+            events.append(claim.run_id, claim.owner_id, base, new_events)
+        event_seq = base + len(new_events)
+    if following is not None:
+        following.event_seq = event_seq
+    return following
+
+
+def insert_task(claim: Claim, step_run: StepRun, task: HumanTask) -> None:
+    """Insert a human step's StepRun and its new task, if the worker still holds the lease
+    (else raise Fenced, having written nothing).
+
+    Called inside the transaction that then commits the step (`commit`), since the task's
+    events and the run's next name the task's id; the fence, first, holds the run's row.
+    """
+    assert connection.in_atomic_block, "the task and the step's commit are written together"
+    _fence(_fence_of_claim(claim), {}, 0)
+    step_run.save(force_insert=True)
+    task.step_run = step_run
+    task.save(force_insert=True)
+
+
+def _moves(
+    step: StepCommit, new_events: list[events.Event], now: datetime
+) -> tuple[Claim | None, dict[str, Any]]:
+    """The run's fields the commit changes, and its next step if the commit claims it (whose
+    events are added to `new_events`)."""
+    claim = step.claim
+    changes: dict[str, Any] = {
+        "status": step.status,
+        "next": step.next,
+        "calls": claim.calls,
+        "lease_token": "",
+        "lease_expires_at": None,
+        "claims": 0,
+    }
+    seq = claim.seq
+    if step.decided:  # its seq is done
+        seq += 1
+        changes.update(next_seq=seq, state=claim.state.to_dict())
+    if step.status in TERMINAL:
+        changes.update(outcome=step.outcome, error=step.error, finished_at=now)
+    following = None
+    if step.next_step is not None:
+        if step.go_on:
+            # The next step keeps this one's lease token and the actors it resolved.
+            following = replace(
+                claim,
+                seq=seq,
+                attempt=_attempt(claim.state, step.next),
+                step=claim.graph.step(step.next_step),
+                next=dict(step.next),
+                event_seq=0,
+            )
+            new_events += _started(following)
+            changes.update(
+                lease_token=claim.token,
+                lease_expires_at=now + timedelta(seconds=lease_seconds()),
+                claims=1,
+            )
+        else:
+            changes["enqueued_at"] = now
+    return following, changes
+
+
+# --------------------------------------------------------------------------------------------
+# The fenced write
+
+
+@dataclass(frozen=True)
+class _Fence:
+    """What a write of a run is fenced by: the lease token and step seq it was read with (and
+    the count of its events, for writes that must find nothing changed since)."""
+
+    run_id: int
+    owner_id: int
+    token: str
+    seq: int
+    event_seq: int
+
+
+def _fence_of_claim(claim: Claim) -> _Fence:
+    return _Fence(claim.run_id, claim.owner_id, claim.token, claim.seq, claim.event_seq)
+
+
+def _write(
+    fence: _Fence,
+    changes: dict[str, Any],
+    new_events: list[events.Event],
+    step: tuple[StepRun, list[BranchEvaluation]] | None = None,
+    *,
+    exact_events: bool = False,
+) -> int:
+    """Change the run and add its events, with a step's new StepRun and evaluations, if the
+    fence holds (else write nothing and raise Fenced); return the run's event_seq after it.
+
+    One statement on PostgreSQL (below); elsewhere the fenced UPDATE first, then the rows.
+    """
+    if connection.vendor == "postgresql":
+        return _write_in_one_statement(fence, changes, new_events, step, exact_events)
+    with transaction.atomic():
+        base = _fence(fence, changes, len(new_events), exact_events=exact_events)
+        if step is not None:
+            step_run, evaluations = step
+            step_run.save(force_insert=True)
+            BranchEvaluation.objects.bulk_create(evaluations)
+        events.append(fence.run_id, fence.owner_id, base, new_events)
+    return base + len(new_events)
+
+
+def _fence(
+    fence: _Fence, changes: dict[str, Any], new_events: int, *, exact_events: bool = False
+) -> int:
+    """Apply `changes` to the run if it is still at the fence's token and seq and runnable;
+    else raise Fenced.
+
+    Returns the run's event_seq before this write: the caller numbers its `new_events` events
+    from the next one. Another writer may have added events since the run was read (none does
+    to a leased run today); then the UPDATE is retried with the run's current event_seq, unless
+    `exact_events` asks that nothing happened to the run since it was read.
+    """
+    fenced = Run.objects.filter(
+        pk=fence.run_id, lease_token=fence.token, next_seq=fence.seq, status__in=RUNNABLE
+    )
+    base = fence.event_seq
+    while not fenced.filter(event_seq=base).update(event_seq=base + new_events, **changes):
+        current = fenced.values_list("event_seq", flat=True).first()
+        if current is None or exact_events:
+            raise Fenced
+        base = current
+    return base
+
+
+# --------------------------------------------------------------------------------------------
+# PostgreSQL: a write in one statement
+#
+# Through the ORM a step's commit is six round trips to the database (BEGIN, the fenced UPDATE,
+# the StepRun's, the evaluations' and the events' INSERTs, COMMIT), and most of a fast step's
+# time: benchmarks/runner_overhead.py measured 4.1 ms a step that way, 1.5 ms in one statement.
+# On PostgreSQL a write is one data-modifying CTE: the fenced UPDATE, then the inserts reading
+# the run's id from it, so that a fenced-out worker inserts nothing. The UPDATE adds the new
+# events to the run's event_seq (instead of matching it), so that events another writer added
+# since the claim are numbered after, as the ORM path's retry does. Values are prepared by the
+# fields, as the ORM prepares them, and bound by the server: once a statement has run
+# `prepare_threshold` times on a connection, psycopg keeps it prepared (config/settings.py).
+
+
+def _write_in_one_statement(
+    fence: _Fence,
+    changes: dict[str, Any],
+    new_events: list[events.Event],
+    step: tuple[StepRun, list[BranchEvaluation]] | None,
+    exact_events: bool,
+) -> int:
+    rows = events.rows(fence.run_id, new_events)  # numbered from 1: offsets from the base
+    params = [_db_value(Run._meta.get_field(name), value) for name, value in changes.items()]
+    params += [len(rows), fence.run_id, fence.token, fence.seq, *sorted(RUNNABLE)]
+    params += [fence.event_seq] if exact_events else []
+    params.append(len(rows))
+    if step is not None:
+        step_run, evaluations = step
+        params += [_db_value(f, f.pre_save(step_run, True)) for f in _inserted_fields(StepRun)]
+        params.append(_rows_json(BranchEvaluation, evaluations, EVALUATION_COMPUTED))
+    params.append(_rows_json(RunEvent, rows, EVENT_COMPUTED))
+    statement = _statement(tuple(changes), step is not None, exact_events)
+    connection.close_if_health_check_failed()  # as connection.cursor() does
+    connection.ensure_connection()
+    cursor = psycopg.Cursor(connection.connection)  # binds on the server, to be prepared
+    wrap = connection.make_debug_cursor if connection.queries_logged else connection.make_cursor
+    # Inside a caller's transaction, a savepoint keeps it usable if the statement is refused.
+    with transaction.atomic() if connection.in_atomic_block else nullcontext(), wrap(cursor) as c:
+        c.execute(statement, params)
+        found = c.fetchone()
+    if found is None:
+        raise Fenced
+    base: int = found[0]
+    for row in rows:
+        row.seq += base
+    events.push_on_commit(fence.run_id, fence.owner_id, rows)
+    return base + len(rows)
+
+
+# The columns the statement computes: the evaluations' StepRun, the events' run and number.
+EVALUATION_COMPUTED = {"step_run": "step.id"}
+EVENT_COMPUTED = {"run": "fence.id", "seq": "fence.base + rows.n"}
+
+
+@cache
+def _statement(changed: tuple[str, ...], with_step: bool, exact_events: bool) -> str:
+    """The SQL of a write that sets the run's `changed` fields (and, `exact_events`, fences on
+    its event count too) and inserts its events and, `with_step`, a StepRun and its
+    evaluations; parameters in `_write_in_one_statement`'s order."""
+    quote = connection.ops.quote_name
+    run, event_seq = quote(Run._meta.db_table), _column(Run, "event_seq")
+    sets = [f"{_column(Run, name)} = %s" for name in changed]
+    statuses = ", ".join(["%s"] * len(RUNNABLE))
+    parts = [
+        f"fence AS (UPDATE {run} SET {', '.join(sets)}, {event_seq} = {event_seq} + %s "
+        f"WHERE {_column(Run, 'id')} = %s AND {_column(Run, 'lease_token')} = %s "
+        f"AND {_column(Run, 'next_seq')} = %s AND {_column(Run, 'status')} IN ({statuses}) "
+        + (f"AND {event_seq} = %s " if exact_events else "")
+        + f"RETURNING {_column(Run, 'id')} AS id, {event_seq} - %s AS base)"
+    ]
+    if with_step:
+        step_fields = _inserted_fields(StepRun)
+        step_columns = ", ".join(quote(f.column) for f in step_fields)
+        parts += [
+            f"step AS (INSERT INTO {quote(StepRun._meta.db_table)} ({step_columns}) "
+            f"SELECT {', '.join(['%s'] * len(step_fields))} FROM fence RETURNING id)",
+            f"evaluations AS ({_insert_rows(BranchEvaluation, EVALUATION_COMPUTED, 'step')})",
+        ]
+    parts.append(f"new_events AS ({_insert_rows(RunEvent, EVENT_COMPUTED, 'fence')})")
+    return f"WITH {', '.join(parts)} SELECT base FROM fence"
+
+
+def _insert_rows(model: type[models.Model], computed: dict[str, str], source: str) -> str:
+    """An INSERT of rows of `model` for each row of `source`: the `computed` columns are SQL,
+    the others come in one parameter, a JSON array of objects (`_rows_json`), read as the
+    table's own row type so that each value takes its column's type. Rows are numbered from 1
+    as `rows.n`."""
+    quote = connection.ops.quote_name
+    table = quote(model._meta.db_table)
+    fields = _inserted_fields(model, frozenset(computed))
+    columns = [_column(model, name) for name in computed] + [quote(f.column) for f in fields]
+    values = list(computed.values()) + [f"value.{quote(f.column)}" for f in fields]
+    return (
+        f"INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(values)} FROM {source}, "
+        "jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS rows(json, n), "
+        f"jsonb_populate_record(NULL::{table}, rows.json) AS value"
+    )
+
+
+def _rows_json(model: type[models.Model], objs: list[Any], computed: dict[str, str]) -> str:
+    """`objs` as `_insert_rows` reads them. Their fields hold JSON values, or datetimes (whose
+    ISO text keeps the microseconds)."""
+    fields = _inserted_fields(model, frozenset(computed))
+    rows = [{f.column: f.pre_save(obj, True) for f in fields} for obj in objs]
+    return json.dumps(rows, default=datetime.isoformat)
+
+
+def _db_value(field: models.Field[Any, Any], value: Any) -> Any:
+    return field.get_db_prep_save(value, connection)
+
+
+@cache
+def _inserted_fields(
+    model: type[models.Model], exclude: frozenset[str] = frozenset()
+) -> tuple[models.Field[Any, Any], ...]:
+    """The fields an INSERT of `model` sets (all but its key and `exclude`), in order."""
+    return tuple(
+        f for f in model._meta.concrete_fields if not f.primary_key and f.name not in exclude
+    )
+
+
+def _column(model: type[models.Model], name: str) -> str:
+    return str(connection.ops.quote_name(model._meta.get_field(name).column))

@@ -1,0 +1,211 @@
+/*
+ * panels.js: the Properties panel: the step or branch form of the selected element. The forms
+ * are htmx partials that post the current document with their fields; a form applied answers
+ * with the edited piece of the document (a `#panel-result` script), which is put on the canvas
+ * as one undoable change. The Recipe tab's form answers the same way.
+ */
+import { clone, stepNodes } from "./recipe-graph.js";
+import * as store from "./store.js";
+import { showTab } from "./tabs.js";
+
+const panel = document.getElementById("panel");
+let urls = {};
+
+function indices(path) {
+  const found = /^steps\[(\d+)\](?:\.branches\[(\d+)\])?$/.exec(path || "");
+  return found ? { step: found[1], branch: found[2] } : null;
+}
+
+/** Show a message in place of a form. */
+export function clearPanel(message) {
+  panel.innerHTML = '<p class="muted">' + message + "</p>";
+}
+
+/** Open the form of the step or branch `ele` in the Properties panel. */
+export function openPanel(ele) {
+  const current = store.current();
+  const where = indices(current.paths[ele.id()]);
+  if (!where) return undefined;
+  showTab("properties", false);
+  store.setOpenElement(ele.id());
+  const values = { document: JSON.stringify(current.document), step: where.step, element: ele.id() };
+  if (where.branch !== undefined) values.branch = where.branch;
+  return htmx.ajax("POST", where.branch !== undefined ? urls.branchPanel : urls.stepPanel, {
+    source: "#panel", target: "#panel", swap: "innerHTML", values: values,
+  });
+}
+
+function reopenPanel() {
+  const id = store.openElementId();
+  if (!id) return;
+  const ele = store.graph().getElementById(id);
+  if (ele.empty()) {
+    store.setOpenElement(null);
+    clearPanel("Select a step or a branch to edit it.");
+    return;
+  }
+  openPanel(ele);
+}
+
+function stepChanges(node, result) {
+  const cy = store.graph();
+  const step = result.step;
+  const oldKey = node.data("key");
+  const changes = [{ id: node.id(), data: { step: step, key: step.key } }];
+  if (oldKey !== step.key) {
+    cy.edges('[kind = "branch"]').forEach((e) => {
+      const branch = e.data("branch");
+      if (branch.target === oldKey) changes.push({ id: e.id(), data: { branch: Object.assign(clone(branch), { target: step.key }) } });
+    });
+    cy.nodes('[kind = "step"]').forEach((n) => {
+      if (n.same(node)) return;
+      const other = n.data("step");
+      if (!other.leaf_targets) return;
+      const targets = clone(other.leaf_targets);
+      let renamed = false;
+      Object.keys(targets).forEach((leaf) => {
+        if (targets[leaf] === oldKey) {
+          targets[leaf] = step.key;
+          renamed = true;
+        }
+      });
+      if (renamed) changes.push({ id: n.id(), data: { step: Object.assign(clone(other), { leaf_targets: targets }) } });
+    });
+  }
+  const order = stepNodes(cy).map((n) => n.id());
+  const from = order.indexOf(node.id());
+  const to = Math.max(0, Math.min(order.length - 1, (result.sequence || from + 1) - 1));
+  if (from !== to) {
+    order.splice(to, 0, order.splice(from, 1)[0]);
+    order.forEach((id, i) => {
+      if (cy.getElementById(id).data("order") !== i) changes.push({ id: id, data: { order: i } });
+    });
+  }
+  if (result.actors && Object.keys(result.actors).length) {
+    const meta = store.metaCopy();
+    meta.actors = Object.assign({}, meta.actors || {}, result.actors);
+    changes.push({ id: "__meta__", data: { meta: meta } });
+  }
+  return changes;
+}
+
+function applyResult(target, result) {
+  if (target.id === "panel-recipe") {
+    store.change([{ id: "__meta__", data: { meta: Object.assign(store.metaCopy(), result) } }]);
+    return;
+  }
+  const ele = store.graph().getElementById(result.element);
+  if (ele.empty()) return;
+  if (result.branch) {
+    store.change([{ id: ele.id(), data: { branch: result.branch } }]);
+  } else if (result.step) {
+    store.change(stepChanges(ele, result));
+  }
+}
+
+// The step form shows the settings of its kind only, and checks the prompt's names as typed.
+function setupPanel() {
+  const form = panel.querySelector('[data-editor-form="step"]');
+  if (!form) return;
+  const kind = form.querySelector('[name="kind"]');
+  if (kind) {
+    const showKind = () => {
+      form.querySelectorAll("[data-kind-only]").forEach((el) => {
+        el.hidden = el.getAttribute("data-kind-only").split(" ").indexOf(kind.value) < 0;
+      });
+    };
+    kind.addEventListener("change", showKind);
+    showKind();
+  }
+  const prompt = form.querySelector('[name="prompt"]');
+  if (prompt) {
+    prompt.setAttribute("hx-post", urls.stepPanel.replace(/panels\/step\/$/, "panels/prompt/"));
+    prompt.setAttribute("hx-trigger", "input changed delay:400ms");
+    prompt.setAttribute("hx-target", "#prompt-check");
+    prompt.setAttribute("hx-swap", "innerHTML");
+    htmx.process(prompt);
+  }
+}
+
+// Condition builder buttons and type changes re-render the branch form with what was typed.
+function refreshBranchForm(form, op) {
+  htmx.ajax("POST", urls.branchPanel, { source: form, target: "#panel", swap: "innerHTML", values: { _op: op } });
+}
+
+function insertName(chip) {
+  const textarea = panel.querySelector('[name="prompt"]');
+  const insert = "{" + chip.getAttribute("data-insert") + "}";
+  const start = textarea.selectionStart || 0;
+  const end = textarea.selectionEnd || 0;
+  textarea.value = textarea.value.slice(0, start) + insert + textarea.value.slice(end);
+  textarea.focus();
+  textarea.selectionStart = textarea.selectionEnd = start + insert.length;
+  textarea.dispatchEvent(new Event("input", { bubbles: true }));
+}
+
+export function initPanels(config) {
+  urls = config.urls;
+  store.graph().on("select", "node, edge", (evt) => {
+    const kind = evt.target.data("kind");
+    if (kind === "step" || kind === "branch") openPanel(evt.target);
+  });
+  store.subscribe((event, detail) => {
+    if (event === "change" && detail.history) reopenPanel();
+  });
+
+  // Panel requests carry the current document and the current place of the edited element.
+  document.body.addEventListener("htmx:configRequest", (evt) => {
+    const elt = evt.detail.elt;
+    const form = elt && elt.closest ? elt.closest("[data-editor-form]") : null;
+    if (!form) return;
+    const current = store.current();
+    evt.detail.parameters.document = JSON.stringify(current.document);
+    const elementInput = form.querySelector('[name="element"]');
+    if (!elementInput || !elementInput.value) return;
+    const where = indices(current.paths[elementInput.value]);
+    if (!where) {
+      evt.preventDefault();
+      clearPanel("That element was deleted.");
+      return;
+    }
+    evt.detail.parameters.step = where.step;
+    if (where.branch !== undefined) evt.detail.parameters.branch = where.branch;
+  });
+
+  document.body.addEventListener("htmx:afterSwap", (evt) => {
+    const target = evt.detail.target;
+    if (!target) return;
+    const script = target.querySelector("#panel-result");
+    if (script) {
+      const result = JSON.parse(script.textContent);
+      script.remove();
+      applyResult(target, result);
+    }
+    if (target.id === "panel") setupPanel();
+  });
+
+  document.body.addEventListener("htmx:responseError", (evt) => {
+    const target = evt.detail.target;
+    if (!target || !(target.id === "panel" || target.closest("#panel"))) return;
+    const p = document.createElement("p");
+    p.className = "field-error";
+    p.setAttribute("role", "alert");
+    const xhr = evt.detail.xhr;
+    p.textContent = xhr.status === 403 ? "You may not change this recipe." : (xhr.responseText || "The server could not answer.").slice(0, 300);
+    panel.prepend(p);
+  });
+
+  panel.addEventListener("change", (evt) => {
+    const form = evt.target.closest('[data-editor-form="branch"]');
+    if (form && evt.target.getAttribute("data-refresh")) refreshBranchForm(form, "refresh");
+  });
+  panel.addEventListener("click", (evt) => {
+    const opButton = evt.target.closest("[data-op]");
+    if (opButton) {
+      refreshBranchForm(opButton.closest("form"), opButton.getAttribute("data-op"));
+      return;
+    }
+    const chip = evt.target.closest("[data-insert]");
+    if (chip) insertName(chip);
+  });
+}

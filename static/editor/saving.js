@@ -1,0 +1,169 @@
+/*
+ * saving.js: saving the draft (PUT, with the revision it was based on, so a save made elsewhere
+ * since is a conflict the author resolves, never a lost edit), the save state shown, publishing
+ * only what was saved, and the warning before leaving with unsaved changes.
+ */
+import * as store from "./store.js";
+
+const saveState = document.getElementById("save-state");
+const conflict = document.getElementById("conflict");
+const saveErrors = document.getElementById("save-errors");
+const csrfToken = JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"];
+let saveUrl = "";
+let saving = null; // the last save asked for, until it has answered
+let allowUnload = false;
+
+/** Tell whether a save is in flight. */
+export function inFlight() {
+  return saving !== null;
+}
+
+function showDirty(dirty) {
+  saveState.textContent = dirty ? "● Unsaved changes" : "Saved";
+  saveState.classList.toggle("dirty", dirty);
+  document.title = (dirty ? "● " : "") + document.title.replace(/^● /, "");
+}
+
+function showSaveErrors(errors) {
+  saveErrors.innerHTML = "";
+  const p = document.createElement("p");
+  p.textContent = "The draft was not saved: fix these first.";
+  saveErrors.appendChild(p);
+  const ul = document.createElement("ul");
+  errors.forEach((error) => {
+    const li = document.createElement("li");
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "link";
+    button.setAttribute("data-path", String(error).split(": ")[0]);
+    button.textContent = error;
+    li.appendChild(button);
+    ul.appendChild(li);
+  });
+  saveErrors.appendChild(ul);
+  saveErrors.hidden = false;
+}
+
+function saveNow(force) {
+  const current = store.current();
+  const body = { document: current.document };
+  if (!force) body.revision = store.getRevision();
+  saveState.textContent = "Saving…";
+  return fetch(saveUrl, {
+    method: "PUT",
+    credentials: "same-origin",
+    headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrfToken },
+    body: JSON.stringify(body),
+  }).then((response) => response.json().catch(() => ({})).then((data) => {
+    if (response.ok) {
+      store.markSaved(current.document, data.revision);
+      conflict.hidden = true;
+      saveErrors.hidden = true;
+      store.checkDirty();
+      return true;
+    }
+    store.checkDirty();
+    if (response.status === 409) {
+      document.getElementById("conflict-detail").textContent = (data.errors || []).join(" ");
+      conflict.hidden = false;
+      conflict.scrollIntoView({ block: "nearest" });
+    } else if (response.status === 400) {
+      showSaveErrors(data.errors || ["$: the server refused the draft"]);
+    } else {
+      showSaveErrors(["$: the server answered " + response.status + "; your changes are kept here"]);
+    }
+    return false;
+  })).catch(() => {
+    store.checkDirty();
+    showSaveErrors(["$: the server could not be reached; your changes are kept here"]);
+    return false;
+  });
+}
+
+/** Save the draft after any save in flight (each carries the revision the one before got). */
+export function save(force) {
+  const run = () => saveNow(force);
+  const mine = (saving || Promise.resolve(true)).then(run, run);
+  saving = mine;
+  const done = () => {
+    if (saving === mine) saving = null;
+  };
+  mine.then(done, done);
+  return mine;
+}
+
+/** Resolve true once the saved draft is what the canvas shows, saving it if needed. */
+function flushSave() {
+  return (saving || Promise.resolve(true)).then((ok) => {
+    if (!ok) return false;
+    return store.checkDirty() ? save(false) : true;
+  }, () => false);
+}
+
+function downloadMine(slug) {
+  const blob = new Blob([JSON.stringify(store.current().document, null, 2)], { type: "application/json" });
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(blob);
+  a.download = slug + ".mine.json";
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+}
+
+function closest(evt, selector) {
+  const elt = evt.detail.elt;
+  return elt && elt.closest ? elt.closest(selector) : null;
+}
+
+export function initSaving(config) {
+  saveUrl = config.urls.save;
+  store.subscribe((event, detail) => {
+    if (event === "dirty") showDirty(detail.dirty);
+  });
+
+  // The server refuses these if the draft was saved elsewhere since this revision (409).
+  document.body.addEventListener("htmx:configRequest", (evt) => {
+    if (closest(evt, "[data-needs-revision], [data-needs-save]")) {
+      evt.detail.parameters.revision = String(store.getRevision());
+    }
+  });
+
+  // Publishing uses the saved draft: it waits for a save in flight and saves what the canvas
+  // shows first. Dirtiness is worked out here, not read from the store's flag, which follows an
+  // edit only after a short delay: an edit applied just before the click must be published.
+  document.body.addEventListener("htmx:confirm", (evt) => {
+    if (!closest(evt, "[data-needs-save]")) return;
+    if (!store.checkDirty() && !saving) return;
+    evt.preventDefault();
+    flushSave().then((ok) => {
+      if (ok) evt.detail.issueRequest(true);
+    });
+  });
+
+  // Restoring a version or importing a file reloads the page once the author confirmed it.
+  document.body.addEventListener("htmx:beforeRequest", (evt) => {
+    if (closest(evt, "[data-needs-revision]")) allowUnload = true;
+  });
+  document.body.addEventListener("htmx:afterRequest", (evt) => {
+    if (!closest(evt, "[data-needs-revision]")) return;
+    const xhr = evt.detail.xhr;
+    if (!xhr || xhr.getResponseHeader("HX-Refresh") !== "true") allowUnload = false;
+  });
+
+  document.getElementById("btn-save").addEventListener("click", () => save(false));
+  document.getElementById("btn-conflict-overwrite").addEventListener("click", () => save(true));
+  document.getElementById("btn-conflict-reload").addEventListener("click", () => {
+    allowUnload = true;
+    window.location.reload();
+  });
+  document.getElementById("btn-conflict-download").addEventListener("click", () => downloadMine(config.slug));
+  document.getElementById("btn-export").addEventListener("click", (evt) => {
+    if (store.isDirty() && !window.confirm("Export downloads the saved draft, without your unsaved changes. Continue?")) evt.preventDefault();
+  });
+  window.addEventListener("beforeunload", (evt) => {
+    if (store.isDirty() && !allowUnload) {
+      evt.preventDefault();
+      evt.returnValue = "";
+    }
+  });
+}

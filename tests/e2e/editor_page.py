@@ -1,0 +1,71 @@
+"""Driving the editor page in the browser tests: apply a panel, wait for it, draw a branch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def apply_panel(page: Any) -> None:
+    click_settled(page, "#panel button.primary[type=submit]")
+    page.wait_for_selector("#panel .applied")
+
+
+def wait_saved(page: Any) -> None:
+    page.wait_for_function("document.getElementById('save-state').textContent === 'Saved'")
+
+
+def wait_settled(page: Any) -> None:
+    """Wait until the editor has nothing in flight: no edit still to check, no request.
+
+    The lint panel's answer to the last edit can change its height and move the side panel:
+    a drag planned on the old layout would drop on the wrong row. And htmx wires up what it
+    swapped in only when the swap settles: a form clicked before that submits as a plain form.
+    """
+    page.wait_for_function("branchline.settled()")
+
+
+def click_settled(page: Any, selector: str) -> None:
+    """Click a control of a panel once htmx has wired it up."""
+    page.wait_for_selector(selector)
+    wait_settled(page)
+    page.click(selector)
+
+
+def canvas_point(page: Any, js_element: str) -> dict[str, float]:
+    """Return the page coordinates of a canvas element's rendered centre."""
+    return page.evaluate(
+        """(expr) => {
+            const ele = eval(expr);
+            const box = document.getElementById('cy').getBoundingClientRect();
+            const p = ele.isNode() ? ele.renderedPosition() : ele.renderedMidpoint();
+            return {x: box.left + p.x, y: box.top + p.y};
+        }""",
+        js_element,
+    )
+
+
+def drag_branch(page: Any, source_key: str, target_key: str) -> None:
+    """Draw a branch with the mouse: from the source step's handle to the target step."""
+    wait_settled(page)
+    source = canvas_point(page, f"branchline.nodeByKey('{source_key}')")
+    target = canvas_point(page, f"branchline.nodeByKey('{target_key}')")
+    page.mouse.move(source["x"], source["y"])
+    page.wait_for_selector("#eh-handle:not([hidden])")
+    handle = page.locator("#eh-handle").bounding_box()
+    start = {"x": handle["x"] + handle["width"] / 2, "y": handle["y"] + handle["height"] / 2}
+    page.mouse.move(start["x"], start["y"])
+    page.mouse.down()
+    page.mouse.move(target["x"], target["y"], steps=12)
+    # Edge handles snaps to a step once the pointer has rested on it (its hover delay).
+    page.wait_for_function(f"branchline.nodeByKey('{target_key}').hasClass('eh-target')")
+    page.mouse.up()
+
+
+def selected_key(page: Any) -> str | None:
+    return page.evaluate(
+        "() => { const s = branchline.cy.$(':selected'); return s.length ? s.data('key') : null; }"
+    )
+
+
+def edge_classes(page: Any, step: str, branch: str) -> list[str]:
+    return page.evaluate("([s, b]) => branchline.edgeByName(s, b).classes()", [step, branch])

@@ -1,0 +1,234 @@
+"""The editor's side panels: the step, branch and recipe forms answer with the edited piece
+or inline errors; a file imported into the draft replaces it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import reverse
+
+from workflows.models import Recipe
+
+from .conftest import draft, htmx_post, story_document
+
+pytestmark = pytest.mark.django_db
+
+
+class TestStepPanel:
+    def test_it_opens_with_the_names_in_scope(self, story: Recipe, web: Client) -> None:
+        response = htmx_post(
+            web,
+            reverse("recipe-step-panel", args=[story.slug]),
+            draft(story),
+            step=1,
+            element="s-1",
+        )
+        page = response.content.decode()
+        assert response.status_code == 200
+        assert 'data-insert="topic"' in page
+        assert 'data-insert="step1_response"' in page
+        assert 'data-insert="steps.write.response"' in page
+        assert 'name="element" value="s-1"' in page
+        assert "panel-result" not in page
+
+    def test_applying_answers_with_the_new_step(self, story: Recipe, web: Client) -> None:
+        doc = draft(story)
+        response = htmx_post(
+            web,
+            reverse("recipe-step-panel", args=[story.slug]),
+            doc,
+            apply="1",
+            element="s-1",
+            step=0,
+            key="draft",
+            name="Draft",
+            kind="llm",
+            actor="writer",
+            sequence="2",
+            prompt="Write about {topic}",
+        )
+        result = response.context["result"]
+        assert result == {
+            "element": "s-1",
+            "step": {
+                "key": "draft",
+                "name": "Draft",
+                "kind": "llm",
+                "actor": "writer",
+                "prompt": "Write about {topic}",
+            },
+            "sequence": 2,
+            "actors": {},
+        }
+        assert 'id="panel-result"' in response.content.decode()
+
+    def test_applying_shows_errors_inline(self, story: Recipe, web: Client) -> None:
+        url = reverse("recipe-step-panel", args=[story.slug])
+        fields = {
+            "step": 0,
+            "key": "write",
+            "name": "Write",
+            "kind": "llm",
+            "actor": "writer",
+            "sequence": "1",
+            "apply": "1",
+        }
+        response = htmx_post(web, url, draft(story), **{**fields, "prompt": "{unknown}"})
+        page = response.content.decode()
+        assert response.context["result"] is None
+        assert "unknown template name &#x27;unknown&#x27;" in page
+        assert "Unknown template name {unknown}" in page
+        response = htmx_post(web, url, draft(story), **{**fields, "name": ""})
+        assert "This field is required" in response.content.decode()
+
+    def test_the_prompt_check_flags_unknown_names(self, story: Recipe, web: Client) -> None:
+        url = reverse("recipe-prompt-check", args=[story.slug])
+        response = htmx_post(
+            web, url, draft(story), prompt="{topic} {tone} {step9_response} {steps.nope.response}"
+        )
+        page = response.content.decode()
+        assert "{tone}: not an input" in page
+        assert "{step9_response}: the recipe has 2 steps" in page
+        assert "there is no step &#x27;nope&#x27;" in page
+        assert "{topic}" not in page
+        refused = htmx_post(web, url, draft(story), prompt="{a.b}").content.decode()
+        assert "attribute access" in refused
+
+
+class TestBranchPanel:
+    def test_it_opens_with_the_condition_builder(self, story: Recipe, web: Client) -> None:
+        response = htmx_post(
+            web,
+            reverse("recipe-branch-panel", args=[story.slug]),
+            draft(story),
+            step=0,
+            branch=2,
+            element="b-1",
+        )
+        page = response.content.decode()
+        assert 'name="c-type"' in page
+        assert 'value="judge" selected' in page
+        assert "Rate story quality 1-10" in page
+
+    def test_a_builder_button_re_renders_without_errors(self, story: Recipe, web: Client) -> None:
+        response = htmx_post(
+            web,
+            reverse("recipe-branch-panel", args=[story.slug]),
+            draft(story),
+            apply="1",
+            _op="refresh",
+            step=0,
+            branch=0,
+            name="",
+            priority="1",
+            action="CONTINUE",
+            **{
+                "c-type": "not",
+                "c-prev_type": "length_check",
+                "c-operator": "less_than",
+                "c-value": "40",
+                "c-count": "0",
+            },
+        )
+        page = response.content.decode()
+        assert response.context["result"] is None
+        assert "This field is required" not in page
+        assert 'name="c.0-type"' in page
+        assert 'name="c.0-value"' in page
+
+    def test_applying_answers_with_the_new_branch(self, story: Recipe, web: Client) -> None:
+        response = htmx_post(
+            web,
+            reverse("recipe-branch-panel", args=[story.slug]),
+            draft(story),
+            apply="1",
+            step=0,
+            branch=3,
+            element="b-4",
+            name="to_review",
+            priority="999",
+            active="on",
+            action="HUMAN_REVIEW",
+            target="review",
+            **{"c-type": "length_check", "c-operator": "less_than", "c-value": "200"},
+        )
+        assert response.context["result"] == {
+            "element": "b-4",
+            "branch": {
+                "name": "to_review",
+                "priority": 999,
+                "action": "HUMAN_REVIEW",
+                "target": "review",
+                "when": {"type": "length_check", "operator": "less_than", "value": 200},
+            },
+        }
+
+
+class TestRecipePanel:
+    def test_it_opens_and_applies(self, story: Recipe, web: Client) -> None:
+        url = reverse("recipe-settings-panel", args=[story.slug])
+        opened = htmx_post(web, url, draft(story))
+        assert 'name="actors-0-alias"' in opened.content.decode()
+        response = htmx_post(
+            web,
+            url,
+            draft(story),
+            apply="1",
+            **{
+                "recipe-name": "Renamed",
+                "recipe-description": "",
+                "inputs-TOTAL_FORMS": "1",
+                "inputs-INITIAL_FORMS": "1",
+                "inputs-0-name": "topic",
+                "inputs-0-type": "string",
+                "inputs-0-required": "on",
+                "actors-TOTAL_FORMS": "3",
+                "actors-INITIAL_FORMS": "3",
+                "actors-0-alias": "writer",
+                "actors-0-reference": "editor-writer",
+                "actors-1-alias": "judge",
+                "actors-1-reference": "editor-judge",
+                "actors-2-alias": "editors",
+                "actors-2-reference": "@human:editor-reviewers",
+            },
+        )
+        assert response.context["result"]["name"] == "Renamed"
+
+
+class TestDraftImport:
+    def upload(self, doc: dict) -> SimpleUploadedFile:
+        return SimpleUploadedFile("r.json", json.dumps(doc).encode(), "application/json")
+
+    def test_it_replaces_the_draft_and_reloads(self, story: Recipe, web: Client) -> None:
+        doc = story_document(slug="any-slug", name="From a file")
+        response = web.post(
+            reverse("recipe-draft-import", args=[story.slug]),
+            {"file": self.upload(doc), "revision": str(story.revision)},
+            HTTP_HX_REQUEST="true",
+        )
+        assert response.status_code == 200
+        assert response["HX-Refresh"] == "true"
+        story.refresh_from_db()
+        assert story.name == "From a file"
+
+    def test_it_reports_a_stale_revision(self, story: Recipe, web: Client) -> None:
+        response = web.post(
+            reverse("recipe-draft-import", args=[story.slug]),
+            {"file": self.upload(story_document()), "revision": "99"},
+            HTTP_HX_REQUEST="true",
+        )
+        assert "saved elsewhere" in response.content.decode()
+
+    def test_it_lists_the_errors_of_a_bad_file(self, story: Recipe, web: Client) -> None:
+        response = web.post(
+            reverse("recipe-draft-import", args=[story.slug]),
+            {"file": SimpleUploadedFile("r.yaml", b"steps: []\n")},
+            HTTP_HX_REQUEST="true",
+        )
+        page = response.content.decode()
+        assert response.status_code == 200
+        assert "The file was not imported" in page
+        assert "format" in page

@@ -1,0 +1,95 @@
+"""What conditions read about one step result, with what several branches reuse cached."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from workflows.engine.answers import shorten
+from workflows.engine.content_type import detect_content_type
+from workflows.engine.regex import MAX_TEXT_CHARS, bounded, encode
+from workflows.engine.scoring import parse_score
+
+# A judge answers (evaluator alias, instruction, reviewed text) with the evaluator's raw reply.
+# Implementations should send `scoring.evaluation_prompt(instruction, text)` to the model.
+Judge = Callable[[str, str, str], str]
+
+_ANSWER_LIMIT = 60
+
+
+@dataclass(slots=True)
+class EvalContext:
+    """What conditions read about one step result; caches what several branches reuse.
+
+    `scores` keeps each (evaluator, prompt) score so a judge is asked once per step result.
+    Patterns read only the first `regex.MAX_TEXT_CHARS` characters of the text (`scanned`).
+    """
+
+    text: str
+    facts: Mapping[str, object] = field(default_factory=dict)
+    decision: str | None = None
+    timed_out: bool = False
+    error: str | None = None
+    route_selection: tuple[str, ...] | None = None
+    judge: Judge | None = None
+    default_evaluator: str | None = None
+    scores: dict[tuple[str, str], tuple[float | None, str]] = field(default_factory=dict)
+    _content_type: str | None = field(default=None, init=False, repr=False)
+    _folded: str | None = field(default=None, init=False, repr=False)
+    _words: int | None = field(default=None, init=False, repr=False)
+    _encoded: bytes | None = field(default=None, init=False, repr=False)
+
+    def content_type(self) -> str:
+        """Return the detected content type of the text (computed once)."""
+        if self._content_type is None:
+            self._content_type = detect_content_type(self.text)
+        return self._content_type
+
+    def scanned(self) -> str:
+        """Return the part of the text patterns read (all of it, up to MAX_TEXT_CHARS)."""
+        return bounded(self.text)
+
+    def scan_note(self) -> str:
+        """Return what a reason adds when patterns read only part of the text, else ""."""
+        if len(self.text) <= MAX_TEXT_CHARS:
+            return ""
+        return f" (in the first {MAX_TEXT_CHARS} of {len(self.text)} characters)"
+
+    def folded(self) -> str:
+        """Return the case-folded text (computed once) for case-insensitive substring checks."""
+        if self._folded is None:
+            self._folded = self.text.casefold()
+        return self._folded
+
+    def encoded(self) -> bytes:
+        """Return the scanned text as UTF-8 bytes (computed once) for the regex conditions."""
+        if self._encoded is None:
+            self._encoded = encode(self.scanned())
+        return self._encoded
+
+    def word_count(self) -> int:
+        """Return the number of whitespace-separated words of the text (computed once)."""
+        if self._words is None:
+            self._words = len(self.text.split())
+        return self._words
+
+    def score(self, evaluator: str, prompt: str) -> tuple[float | None, str]:
+        """Return the evaluator's score for the text, or None and why there is none."""
+        key = (evaluator, prompt)
+        cached = self.scores.get(key)
+        if cached is None:
+            cached = self._ask(evaluator, prompt)
+            self.scores[key] = cached
+        return cached
+
+    def _ask(self, evaluator: str, prompt: str) -> tuple[float | None, str]:
+        if self.judge is None:
+            return None, f"no judge available to ask '{evaluator}'"
+        try:
+            answer = self.judge(evaluator, prompt, self.text)
+        except Exception as exc:  # a failing judge is a reason, not a crash of the run
+            return None, f"judge '{evaluator}' failed: {type(exc).__name__}: {exc}"
+        score = parse_score(answer)
+        if score is None:
+            return None, f"judge answer had no score: {shorten(answer, _ANSWER_LIMIT)!r}"
+        return score, ""

@@ -1,0 +1,53 @@
+"""List every condition type of the recipe format; look one up by name or alias.
+
+Adding a condition type: write its module (see `docs/adding-a-condition-type.md`) and name
+it in `TYPES`. Parsing, evaluation, lint, the catalog and the docs read this list.
+"""
+
+from __future__ import annotations
+
+from workflows.engine.conditions import (
+    ai_evaluation,
+    content_type,
+    default,
+    execution_error,
+    execution_timeout,
+    field_compare,
+    human_decision,
+    length_check,
+    pattern_match,
+    route_selected,
+)
+from workflows.engine.conditions.base import ConditionType
+from workflows.engine.conditions.logical import LOGICAL_TYPES, logical_kind
+
+# In the order menus and the format documentation list them.
+TYPES: tuple[ConditionType, ...] = (
+    pattern_match.CONDITION_TYPE,
+    length_check.CONDITION_TYPE,
+    ai_evaluation.CONDITION_TYPE,
+    human_decision.CONDITION_TYPE,
+    execution_timeout.CONDITION_TYPE,
+    execution_error.CONDITION_TYPE,
+    field_compare.CONDITION_TYPE,
+    content_type.CONDITION_TYPE,
+    route_selected.CONDITION_TYPE,
+    default.CONDITION_TYPE,
+)
+_BY_NAME: dict[str, ConditionType] = {
+    name: kind for kind in TYPES for name in (kind.name, *kind.aliases)
+}
+# Every name a condition's `type` may hold that is not a combinator: types and aliases.
+PLAIN_TYPE_NAMES: frozenset[str] = frozenset(_BY_NAME)
+# Every accepted `type` name, sorted, as error messages list them.
+ALL_TYPE_NAMES: tuple[str, ...] = tuple(sorted([*PLAIN_TYPE_NAMES, *LOGICAL_TYPES]))
+
+
+def condition_type(name: object) -> ConditionType | None:
+    """Return the condition type called `name` (or one of its aliases), or None."""
+    return _BY_NAME.get(name) if isinstance(name, str) else None
+
+
+def combinator(condition_type_name: object, operator: object) -> str | None:
+    """Return `and`/`or`/`not` when a condition document combines others, else None."""
+    return logical_kind(condition_type_name, operator, PLAIN_TYPE_NAMES)

@@ -1,0 +1,60 @@
+"""What a step produced (StepResult) and what the engine decided from it (Decision)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from workflows.engine.actions import DecisionKind
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """What one execution of a step produced, as the runner reports it.
+
+    `decision` is a human step's choice (its `response` or `comment` is the reviewer's
+    comment); `route_selection` the routes a classify step selected; `leaf` the leaf a
+    decision-tree step reached (None: `decide` walks the tree itself).
+    """
+
+    step_key: str
+    response: str = ""
+    decision: str | None = None
+    comment: str | None = None
+    timed_out: bool = False
+    error: str | None = None
+    route_selection: tuple[str, ...] | None = None
+    leaf: str | None = None
+
+
+# Evaluation and Decision are built on every step, ten at a time: plain slotted dataclasses
+# construct twice as fast as frozen ones, so they are not frozen.
+@dataclass(slots=True)
+class Evaluation:
+    """One branch evaluated after a step: whether it matched, was taken, and why."""
+
+    branch: str
+    priority: int
+    matched: bool
+    taken: bool
+    reason: str
+
+
+@dataclass(slots=True)
+class Decision:
+    """Where the run goes next, and every evaluation that led there.
+
+    `next_step` is set for goto, repeat and retry_actor; `actor` is the alias to run it with
+    (None: the step's own actor); `prompt_suffix` is plain text to append to the rendered
+    prompt; `branch` / `action` name the taken branch (None for the sequential fallback).
+    A `fail` decision ends the run as failed, for `reason`: the step limit was reached, or
+    the step failed and the branch taken does not ask about errors or timeouts.
+    """
+
+    kind: DecisionKind
+    next_step: str | None
+    branch: str | None
+    action: str | None
+    prompt_suffix: str | None
+    actor: str | None
+    reason: str
+    evaluations: list[Evaluation] = field(default_factory=list)

@@ -1,0 +1,173 @@
+"""Decide where a run goes after a step: the one entry point the runner calls.
+
+The rule (DESIGN §3): active branches in ascending priority; the first whose condition holds
+is taken and the ones after it are not evaluated; if none holds, the next step in sequence,
+or success after the last step. A branch that runs the step again is taken at most
+`params.max_retries` times (default 3) per visit of the step; once used up it is logged as
+matched but not taken, `exhausted after N retries`, and evaluation goes on. A run that has
+executed `max_steps` steps fails instead of running another.
+
+A failed step (an error, a timeout) fails the run, unless the branch taken asks about errors
+or timeouts: a default branch or the next step in sequence would go on working on nothing.
+
+A step kind may choose the move itself (a decision tree goes to its leaf's target, see
+`step_kinds/decision_tree.py`); its branches are evaluated only when it chooses none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from workflows.engine.actions import RUNS_A_STEP, Move, is_bounded, move_for, retry_limit
+from workflows.engine.actor_choice import ActorStats
+from workflows.engine.conditions import EvalContext, Judge, asks_about_failure, evaluate_condition
+from workflows.engine.decisions import Decision, Evaluation, StepResult
+from workflows.engine.errors import EngineError
+from workflows.engine.graph import BranchSpec, RecipeGraph, StepSpec
+from workflows.engine.state import RunState
+from workflows.engine.step_kinds.base import StepKind
+from workflows.engine.step_kinds.registry import step_kind
+
+NO_MATCH_NEXT = "no branch matched; next in sequence"
+NO_MATCH_LAST = "no branch matched; last step done"
+
+
+def _record(step: StepSpec, kind: StepKind, state: RunState, result: StepResult) -> None:
+    state.enter(step.key)
+    response = result.response or result.comment or ""
+    # A decision tree only reads the facts: the step after it still sees the same ones.
+    state.record(step.key, response, overlay_facts=kind.overlays_facts)
+    if result.decision is not None:
+        state.record_decision(step.key, result.decision)
+    if result.route_selection is not None:
+        state.record_routes(step.key, tuple(result.route_selection))
+
+
+def _context(
+    step: StepSpec, state: RunState, result: StepResult, judge: Judge | None
+) -> EvalContext:
+    selection = state.last_route_selection
+    evaluator = (step.validation or {}).get("judge") or step.actor
+    return EvalContext(
+        text=result.response or result.comment or "",
+        facts=state.facts,
+        decision=result.decision if result.decision is not None else state.last_decision,
+        timed_out=result.timed_out,
+        error=result.error,
+        route_selection=tuple(selection) if selection is not None else None,
+        judge=judge,
+        default_evaluator=evaluator,
+    )
+
+
+def _first_branch(
+    graph: RecipeGraph,
+    step: StepSpec,
+    state: RunState,
+    ctx: EvalContext,
+    actor_stats: Sequence[ActorStats],
+    evaluations: list[Evaluation],
+) -> tuple[Move, BranchSpec, str] | None:
+    """Evaluate the active branches in priority order, logging each; return the one taken."""
+    for branch in step.active_branches:
+        matched, why = evaluate_condition(branch.when, ctx)
+        if not matched:
+            evaluations.append(Evaluation(branch.name, branch.priority, False, False, why))
+            continue
+        if is_bounded(branch):
+            limit = retry_limit(branch)
+            if state.retries_used(step.key, branch.name) >= limit:
+                exhausted = f"exhausted after {limit} retries"
+                evaluations.append(Evaluation(branch.name, branch.priority, True, False, exhausted))
+                continue
+        move = move_for(graph, step, branch, override=state.actor_override, actor_stats=actor_stats)
+        if move is None:
+            refusal = "no other actor available; treated as exhausted"
+            evaluations.append(Evaluation(branch.name, branch.priority, True, False, refusal))
+            continue
+        evaluations.append(Evaluation(branch.name, branch.priority, True, True, why))
+        return move, branch, why
+    return None
+
+
+def _remember(state: RunState, step: StepSpec, move: Move, taken: BranchSpec | None) -> None:
+    """Update the retry counters and flags for the move about to be made."""
+    if taken is not None:
+        if is_bounded(taken):
+            state.count_retry(step.key, taken.name)
+        if taken.action == "QUALITY_APPROVED":
+            state.approved = True
+        elif taken.action == "ERROR_HANDLER":
+            state.error_handled = True
+    repeats = move.kind in ("repeat", "retry_actor")
+    # The next result of this step continues the visit only after a repeat; the actor a retry
+    # chose is kept for that visit alone.
+    state.repeating = step.key if repeats else None
+    state.actor_override = move.actor if repeats else None
+
+
+def decide(
+    graph: RecipeGraph,
+    state: RunState,
+    result: StepResult,
+    *,
+    judge: Judge | None = None,
+    actor_stats: Sequence[ActorStats] = (),
+) -> Decision:
+    """Record `result` in `state` and return where the run goes next.
+
+    `judge(evaluator_alias, instruction, text)` answers `ai_evaluation` conditions; each
+    (evaluator, instruction) is asked once per call. `actor_stats` informs the choice of
+    actor for RETRY_WITH_DIFFERENT_ACTOR without `params.alternative_actor`.
+    """
+    if not graph.has_step(result.step_key):
+        raise EngineError(f"unknown step '{result.step_key}'")
+    step = graph.step(result.step_key)
+    kind = step_kind(step.kind)
+    if kind is None:
+        raise EngineError(f"step '{step.key}' has an unknown kind '{step.kind}'")
+    if not state.step_order:
+        state.step_order = [s.key for s in graph.steps]
+    _record(step, kind, state, result)
+    evaluations: list[Evaluation] = []
+    move: Move | None = None
+    taken: BranchSpec | None = None
+    name: str | None = None
+    reason = ""
+    if kind.next_move is not None:
+        move, evaluation = kind.next_move(graph, step, state, result)
+        evaluations.append(evaluation)
+        name, reason = (evaluation.branch, evaluation.reason) if move else (None, "")
+    if move is None:
+        ctx = _context(step, state, result, judge)
+        found = _first_branch(graph, step, state, ctx, actor_stats, evaluations)
+        if found is not None:
+            move, taken, reason = found
+            name = taken.name
+    if move is None:
+        following = graph.next_in_sequence(step.key)
+        if following is None:
+            move, reason = Move("complete", None), NO_MATCH_LAST
+        else:
+            move, reason = Move("goto", following.key), NO_MATCH_NEXT
+    failure = _unhandled_failure(step, result, taken)
+    if move.kind in RUNS_A_STEP and state.step_count >= state.max_steps:
+        limit_reason = f"step limit {state.max_steps} reached"
+        return Decision("fail", None, None, None, None, None, failure or limit_reason, evaluations)
+    _remember(state, step, move, taken)
+    action = taken.action if taken is not None else None
+    if failure is not None:
+        return Decision("fail", None, name, action, None, None, failure, evaluations)
+    return Decision(
+        move.kind, move.next_step, name, action, move.prompt_suffix, move.actor, reason, evaluations
+    )
+
+
+def _unhandled_failure(step: StepSpec, result: StepResult, taken: BranchSpec | None) -> str | None:
+    """Return why the run fails with its step, or None when the step did not fail or the
+    branch taken handles the failure (its condition asks about errors or timeouts)."""
+    if result.error is None and not result.timed_out:
+        return None
+    if taken is not None and asks_about_failure(taken.when):
+        return None
+    return f"step '{step.key}' failed: {result.error or 'timed out'}"

@@ -1,0 +1,106 @@
+"""Read parts of a recipe document, collecting every error as `path: message`.
+
+The recipe parser, the branch reader and the step kinds share these readers, so a field
+of any of them reports a wrong type, a missing value or an unknown alias the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from workflows.engine.checks import actor_alias_problem, listed
+from workflows.engine.errors import TemplateError
+from workflows.engine.templating import step_number, step_reference, template_names
+
+
+class DocumentReader:
+    """Collect errors while reading; each method reports at the path it is given.
+
+    What later parts refer to is filled in as the document is read: `actors` (aliases),
+    `input_names`, `step_count` and `keys` (the step keys), `route_names` (of every classify
+    step).
+    """
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+        self.actors: dict[str, str] = {}
+        self.input_names: set[str] = set()
+        self.step_count = 0
+        self.keys: list[str] = []
+        self.route_names: set[str] = set()
+
+    def error(self, path: str, message: str) -> None:
+        """Report `message` at `path`."""
+        self.errors.append(f"{path}: {message}")
+
+    def text(
+        self,
+        doc: Mapping[str, Any],
+        key: str,
+        path: str,
+        *,
+        required: bool = False,
+    ) -> str | None:
+        """Return the string at `doc[key]`, reporting a missing, non-string or empty value.
+
+        An empty string counts as missing only when the field is `required`.
+        """
+        value = doc.get(key)
+        if value is None:
+            if required:
+                self.error(path, "is required")
+            return None
+        if not isinstance(value, str):
+            self.error(path, f"must be a string, got {type(value).__name__}")
+            return None
+        if not value and required:
+            self.error(path, "must not be empty")
+            return None
+        return value
+
+    def mapping(self, value: object, path: str) -> Mapping[str, Any] | None:
+        """Return `value` if it is an object; report anything else but a missing value."""
+        if value is None:
+            return None
+        if not isinstance(value, Mapping):
+            self.error(path, f"must be an object, got {type(value).__name__}")
+            return None
+        return value
+
+    def actor_alias(self, value: object, path: str) -> str | None:
+        """Return `value` if it is an actor alias of the recipe (None is no alias, silently)."""
+        if value is None:
+            return None
+        problem = actor_alias_problem(value, self.actors)
+        if problem:
+            self.error(path, problem)
+            return None
+        return str(value)
+
+    def check_template(self, template: str, path: str) -> None:
+        """Report a template that cannot be rendered or names what the recipe lacks."""
+        try:
+            names = template_names(template)
+        except TemplateError as exc:
+            self.error(path, exc.message)
+            return
+        for name in names:
+            problem = self._template_name_problem(name)
+            if problem:
+                self.error(path, problem)
+
+    def _template_name_problem(self, name: str) -> str | None:
+        if name == "feedback" or name in self.input_names:
+            return None
+        number = step_number(name)
+        if number is not None:
+            if number <= self.step_count:
+                return None
+            return f"unknown template name '{name}'; the recipe has {self.step_count} steps"
+        key = step_reference(name)
+        if key is not None:
+            if key in self.keys:
+                return None
+            return f"unknown template name '{name}'; there is no step '{key}'"
+        return f"unknown template name '{name}'; declared inputs: {listed(self.input_names)}"
