@@ -89,6 +89,7 @@ INSTALLED_APPS = [
     "template_partials",
     "rules.apps.AutodiscoverRulesConfig",
     "workflows",
+    "knowledge",
     "runner",
     "editor",
 ]

@@ -1,0 +1,1 @@
+"""Knowledge bases: documents converted, chunked and indexed, searched by recipe steps."""
