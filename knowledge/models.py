@@ -125,7 +125,15 @@ class Chunk(models.Model):
 
     class Meta:
         ordering = ["document", "ordinal"]
-        indexes = [models.Index(fields=["knowledge_base", "document"])]
+        indexes = [
+            models.Index(fields=["knowledge_base", "document"]),
+            # The embedded chunks of a base, counted from the index alone (vectors.py).
+            models.Index(
+                fields=["knowledge_base", "id"],
+                condition=models.Q(embedding__isnull=False),
+                name="knowledge_chunk_embedded",
+            ),
+        ]
         constraints = [
             models.UniqueConstraint(fields=["document", "ordinal"], name="unique_chunk_ordinal"),
         ]

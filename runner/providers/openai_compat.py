@@ -10,7 +10,8 @@ its caller and the runner cannot do without:
 - a cap on response size, and clear errors for bodies that are not what the API promises;
 - the SSRF guard of ``urls.py`` applied to every connection, not only to the configured URL.
 
-The connection guard, the watchdog and the byte ceiling are the transport of ``guarded_http.py``.
+The connection guard, the watchdog and the byte ceiling are the transport of
+``workflows/guarded_http.py``, given this package's address check (``urls.py``).
 
 The response bodies are parsed here rather than by the SDK's lenient model construction,
 so a malformed body becomes a clear ProviderError instead of an AttributeError later.
@@ -29,6 +30,7 @@ import httpx
 import openai
 
 from workflows.actor_spec import RESERVED_PARAMS
+from workflows.guarded_http import BodyTooLarge, DeadlinePassed, GuardedTransport
 
 from .base import (
     ChatRequest,
@@ -38,8 +40,7 @@ from .base import (
     ProviderTimeoutError,
     TokenCallback,
 )
-from .guarded_http import BodyTooLarge, DeadlinePassed, GuardedTransport
-from .urls import DEFAULT_ALLOWLIST, check_base_url, parse_allowlist
+from .urls import DEFAULT_ALLOWLIST, check_base_url, connect_addresses, parse_allowlist
 
 MAX_RESPONSE_CHARS = 200_000
 # Hard ceiling on any body, streamed or not: SSE wraps every few characters in a JSON
@@ -196,7 +197,10 @@ class OpenAICompatibleProvider:
             messages.append({"role": "system", "content": request.system})
         messages.append({"role": "user", "content": request.prompt})
         transport = GuardedTransport(
-            allowlist=self._allowlist, deadline=deadline, max_body_bytes=self.max_body_bytes
+            allowlist=self._allowlist,
+            deadline=deadline,
+            max_body_bytes=self.max_body_bytes,
+            connect_check=connect_addresses,
         )
         timeout = httpx.Timeout(
             remaining, connect=min(self.connect_timeout, remaining), read=remaining

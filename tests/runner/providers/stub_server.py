@@ -5,6 +5,10 @@ once the queue is empty, ``default``. Answers come as JSON or as SSE, whichever 
 asked for, like the real servers. ``GET /api/tags`` and ``GET /v1/models`` list ``models``.
 Every request is recorded in ``requests``.
 
+``POST /v1/embeddings`` answers one vector per input from ``embedder`` (deterministic word
+hashing by default), unless a behaviour queued with ``enqueue_embeddings`` says otherwise
+(``error``, ``raw``, ``hang_up``; ``reply(delay_s=...)`` answers the vectors late).
+
 Use it through the ``stub_server`` fixture (import it into a conftest), or directly::
 
     with StubServer() as server:
@@ -17,8 +21,9 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import zlib
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -26,6 +31,8 @@ from typing import Any
 import pytest
 
 CHAT_PATH = "/v1/chat/completions"
+EMBEDDINGS_PATH = "/v1/embeddings"
+STUB_EMBEDDING_DIMENSIONS = 16
 # Marks where in a body the stub stops talking for ``stall_s``.
 _STALL = None
 
@@ -172,6 +179,8 @@ class StubServer:
         self.default: Behaviour = reply()
         self.models: list[str] = ["llama3.2:latest", "qwen3:latest"]
         self._queue: deque[Behaviour] = deque()
+        self.embedder: Callable[[str], list[float]] = stub_embedding
+        self._embedding_queue: deque[Behaviour] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
@@ -204,6 +213,16 @@ class StubServer:
     def chat_requests(self) -> list[RecordedRequest]:
         """Return the chat completion requests received so far."""
         return [r for r in self.requests if r.path == CHAT_PATH]
+
+    @property
+    def embedding_requests(self) -> list[RecordedRequest]:
+        """Return the embeddings requests received so far."""
+        return [r for r in self.requests if r.path == EMBEDDINGS_PATH]
+
+    def enqueue_embeddings(self, *behaviours: Behaviour) -> None:
+        """Queue how the next embeddings requests are answered, in order."""
+        with self._lock:
+            self._embedding_queue.extend(behaviours)
 
     def enqueue(self, *behaviours: Behaviour) -> None:
         """Queue how the next chat requests are answered, in order."""
@@ -291,6 +310,9 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             payload = None
         stub._record(RecordedRequest("POST", self.path, self._headers(), body, payload))
+        if self.path == EMBEDDINGS_PATH:
+            self._embeddings(payload)
+            return
         if self.path != CHAT_PATH:
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
@@ -323,6 +345,33 @@ class _Handler(BaseHTTPRequestHandler):
                     self._send_bytes(200, body, "application/json")
         except OSError:
             # The client hung up first (its deadline or size cap): expected in those tests.
+            self.close_connection = True
+
+    def _embeddings(self, payload: Any) -> None:
+        stub = self.server.stub
+        with stub._lock:
+            behaviour = stub._embedding_queue.popleft() if stub._embedding_queue else reply()
+        if stub._wait(behaviour.delay_s):
+            return
+        try:
+            if behaviour.kind == "hang_up":
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+            elif behaviour.kind == "raw":
+                self._send_raw(behaviour)
+            else:
+                texts = (payload or {}).get("input") or []
+                texts = [texts] if isinstance(texts, str) else texts
+                data = [
+                    {"object": "embedding", "index": i, "embedding": stub.embedder(text)}
+                    for i, text in enumerate(texts)
+                ]
+                model = (payload or {}).get("model") or "stub-embedder"
+                usage = {"prompt_tokens": len(texts), "total_tokens": len(texts)}
+                self._send_json(
+                    200, {"object": "list", "data": data, "model": model, "usage": usage}
+                )
+        except OSError:
             self.close_connection = True
 
     # -- writing -----------------------------------------------------------------------
@@ -378,6 +427,15 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+
+def stub_embedding(text: str) -> list[float]:
+    """Return the text's lowercased words hashed into 16 buckets, scaled to length 1."""
+    vector = [0.0] * STUB_EMBEDDING_DIMENSIONS
+    for word in text.lower().split():
+        vector[zlib.crc32(word.encode()) % STUB_EMBEDDING_DIMENSIONS] += 1.0
+    norm = sum(x * x for x in vector) ** 0.5 or 1.0
+    return [x / norm for x in vector]
 
 
 def _completion(behaviour: Behaviour, model: str) -> dict[str, Any]:

@@ -1,13 +1,15 @@
-"""An httpx transport that guards each call of a provider: where it connects, how long it reads,
-how much it reads.
+"""An httpx transport that guards each call to a model server: where it connects, how long it
+reads, how much it reads.
 
-- A request connects to the addresses `urls.connect_addresses` checked for its host (the
+- A request connects to the addresses `actor_urls.connect_addresses` checked for its host (the
   name kept for Host and TLS), so a name cannot resolve elsewhere between the check and the
-  connect; or by name, where that check says so.
+  connect; or by name, where that check says so. A caller may pass its own check (the
+  providers pass one that raises their errors).
 - A response body is cut at the call's deadline, between chunks and, through a watchdog on
   the socket, during a stalled read; and at a byte ceiling.
 
-The provider (`openai_compat`) sees the cuts as `DeadlinePassed` and `BodyTooLarge`.
+Callers (the chat providers, the knowledge bases' embeddings) see the cuts as `DeadlinePassed`
+and `BodyTooLarge`. Here, below both, so neither imports the other.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 
-from .urls import Allowlist, connect_addresses
+from .actor_urls import Allowlist, connect_addresses
+
+# (host, port, allowlist) -> the addresses to connect to, or None to connect by name.
+ConnectCheck = Callable[[str, int, Allowlist], list[str] | None]
 
 
 class BodyTooLarge(Exception):
@@ -105,9 +110,17 @@ class _GuardedStream(httpx.SyncByteStream):
 class GuardedTransport(httpx.BaseTransport):
     """Connect only to checked addresses, and guard every response body (see _GuardedStream)."""
 
-    def __init__(self, *, allowlist: Allowlist, deadline: float, max_body_bytes: int) -> None:
+    def __init__(
+        self,
+        *,
+        allowlist: Allowlist,
+        deadline: float,
+        max_body_bytes: int,
+        connect_check: ConnectCheck = connect_addresses,
+    ) -> None:
         self._inner = httpx.HTTPTransport()
         self._allowlist = allowlist
+        self._connect_check = connect_check
         self._deadline = deadline
         self._max_body_bytes = max_body_bytes
         self._watchdogs: list[_Watchdog] = []
@@ -115,7 +128,7 @@ class GuardedTransport(httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
         port = url.port or (443 if url.scheme == "https" else 80)
-        addresses = connect_addresses(url.host, port, self._allowlist)
+        addresses = self._connect_check(url.host, port, self._allowlist)
         if addresses is None:
             response = self._inner.handle_request(request)
         else:
