@@ -211,6 +211,10 @@ STORAGES = {
 # Uploaded recipe files and API bodies are capped so a huge payload gets a clear 400/413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2 * 1024 * 1024)
 RECIPE_MAX_BYTES = env.int("RECIPE_MAX_BYTES", default=1024 * 1024)
+# A document uploaded to a knowledge base: a larger one is refused (413) before it is read.
+KNOWLEDGE_MAX_UPLOAD_BYTES = env.int("KNOWLEDGE_MAX_UPLOAD_BYTES", default=20 * 1024 * 1024)
+if KNOWLEDGE_MAX_UPLOAD_BYTES < 1:
+    raise ImproperlyConfigured("KNOWLEDGE_MAX_UPLOAD_BYTES is a number of bytes, at least 1")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -257,6 +261,7 @@ SPECTACULAR_SETTINGS = {
         "RunStatusEnum": "runner.status.RunStatus",
         "StepStatusEnum": "runner.status.StepStatus",
         "TaskStatusEnum": "runner.status.TaskStatus",
+        "DocumentStatusEnum": "knowledge.models.Document.Status",
     },
 }
 
@@ -328,6 +333,7 @@ RUN_BEAT_INTERVAL_SECONDS = env.float("RUN_BEAT_INTERVAL_SECONDS", default=5.0)
 CELERY_BEAT_SCHEDULE = {
     "reap-runs": {"task": "runner.reap_runs", "schedule": RUN_BEAT_INTERVAL_SECONDS},
     "expire-tasks": {"task": "runner.expire_tasks", "schedule": 10.0},
+    "requeue-documents": {"task": "knowledge.requeue_stalled", "schedule": 60.0},
 }
 
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")

@@ -10,6 +10,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/", include("runner.urls")),
     path("api/", include("workflows.urls")),
+    path("api/", include("knowledge.urls")),
     path("", include("editor.urls")),
 ]
 

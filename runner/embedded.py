@@ -17,6 +17,8 @@ from celery.contrib.testing.worker import TestWorkController, setup_app_for_work
 from django.conf import settings
 from django.db import close_old_connections
 
+from knowledge.ingest import requeue_stalled
+
 from .human import tasks_expire
 from .maintenance import reap, recover_on_start
 
@@ -55,7 +57,8 @@ def start() -> TestWorkController:
 
 
 def _beat() -> None:
-    """Run the periodic duties: pick up stalled runs (at once on start), expire human tasks."""
+    """Run the periodic duties: pick up stalled runs (at once on start), expire human tasks,
+    send again the messages of documents to ingest that were lost."""
     try:
         recover_on_start()
     except Exception:
@@ -65,6 +68,7 @@ def _beat() -> None:
         try:
             reap()
             tasks_expire()
+            requeue_stalled()  # documents whose message a restart lost
         except Exception:  # keep the duties alive; the next round tries again
             log.exception("embedded beat round failed")
         finally:

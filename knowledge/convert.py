@@ -1,0 +1,521 @@
+"""Turn an uploaded file into text: plain text, Markdown, HTML, PDF or DOCX.
+
+The text is Markdown-like whatever the source: headings become `#` lines (the chunker splits on
+them and a chunk cites them), paragraphs are separated by blank lines, table rows are cells
+joined by ` | `. Uploads are untrusted: every refusal is a `ConversionError` whose message can be
+shown as it is, and a DOCX is checked as a zip (entries, sizes, compression ratio) before
+python-docx decompresses anything.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import PurePosixPath, PureWindowsPath
+from typing import Any
+
+import charset_normalizer
+import docx
+import pypdf
+from bs4 import BeautifulSoup
+from bs4.element import NavigableString, Tag
+from django.conf import settings
+from docx.table import Table
+from docx.text.paragraph import Paragraph
+
+TEXT = "text"
+MARKDOWN = "markdown"
+HTML = "html"
+PDF = "pdf"
+DOCX = "docx"
+FORMATS = (TEXT, MARKDOWN, HTML, PDF, DOCX)
+
+_EXTENSIONS = {
+    ".txt": TEXT,
+    ".text": TEXT,
+    ".md": MARKDOWN,
+    ".markdown": MARKDOWN,
+    ".mdown": MARKDOWN,
+    ".mkd": MARKDOWN,
+    ".html": HTML,
+    ".htm": HTML,
+    ".xhtml": HTML,
+    ".pdf": PDF,
+    ".docx": DOCX,
+}
+_CONTENT_TYPES = {
+    "text/plain": TEXT,
+    "text/markdown": MARKDOWN,
+    "text/x-markdown": MARKDOWN,
+    "text/html": HTML,
+    "application/xhtml+xml": HTML,
+    "application/pdf": PDF,
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": DOCX,
+}
+# Formats people try that are not read: a clearer refusal than "unknown format".
+_NOT_READ = {".doc": "Word 97-2003 (.doc)", ".odt": "OpenDocument (.odt)", ".rtf": "RTF"}
+
+# A DOCX is a zip: a legitimate one has tens of entries that compress 5 to 30 times; a zip bomb
+# has thousands of entries or a tiny entry that inflates to gigabytes.
+DOCX_MAX_ENTRIES = 1000
+DOCX_MAX_UNCOMPRESSED_BYTES = 200 * 1024 * 1024
+DOCX_MAX_RATIO = 100
+# Entries smaller than this are not judged by their ratio (a few bytes of XML may compress a lot).
+_RATIO_CHECKED_FROM = 1024 * 1024
+
+TITLE_MAX_CHARS = 300
+
+_HEADING_STYLE = re.compile(r"heading\s*([1-9])", re.IGNORECASE)
+_ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-{2,})[ \t]*$")
+# Characters no text column can hold (NUL), or that are noise from extraction (other C0
+# controls but tab and newline, lone surrogates).
+_UNWANTED = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+# Kinds of block written on consecutive lines when they follow each other.
+_ITEM = "item"
+_ROW = "row"
+_PREFERRED_ENCODINGS = ("cp1252", "latin_1", "iso8859_15")
+_BLANK_LINES = re.compile(r"\n[ \t]*(?:\n[ \t]*)+")
+
+
+class ConversionError(Exception):
+    """The file cannot be turned into text; the message says why, for the uploader."""
+
+
+class FileTooLarge(ConversionError):
+    """The file is larger than KNOWLEDGE_MAX_UPLOAD_BYTES."""
+
+
+@dataclass(frozen=True)
+class Converted:
+    title: str
+    format: str
+    text: str
+
+
+def max_upload_bytes() -> int:
+    """Return the largest file a knowledge base takes, in bytes."""
+    return int(settings.KNOWLEDGE_MAX_UPLOAD_BYTES)
+
+
+def check_size(size: int) -> None:
+    """Refuse a file of `size` bytes if it is over the limit (before it is read, if possible)."""
+    limit = max_upload_bytes()
+    if size > limit:
+        raise FileTooLarge(f"the file is {size:,} bytes; the limit is {limit:,} bytes")
+
+
+def convert(filename: str, data: bytes, content_type: str | None = None) -> Converted:
+    """Return the file's title, format and text; raise ConversionError if it cannot be read."""
+    check_size(len(data))
+    name = base_name(filename)
+    if not data:
+        raise ConversionError("the file is empty")
+    fmt = detect_format(name, data, content_type)
+    title, text = _CONVERTERS[fmt](data)
+    text = clean_text(text)
+    if not text.strip():
+        raise ConversionError("the file holds no text")
+    title = " ".join((title or "").split()) or _stem(name) or "Untitled"
+    return Converted(title=title[:TITLE_MAX_CHARS], format=fmt, text=text)
+
+
+def base_name(filename: str) -> str:
+    """Return the file's name without any folder (browsers may send `C:\\fakepath\\x.pdf`)."""
+    name = PureWindowsPath(PurePosixPath(filename or "").name).name
+    return _UNWANTED.sub("", name).strip()
+
+
+def _stem(name: str) -> str:
+    return PurePosixPath(name).stem.replace("_", " ").strip()
+
+
+def detect_format(name: str, data: bytes, content_type: str | None) -> str:
+    """Return the file's format: by its extension, else by its content, else its media type."""
+    suffix = PurePosixPath(name.lower()).suffix
+    if suffix in _EXTENSIONS:
+        return _EXTENSIONS[suffix]
+    if suffix in _NOT_READ:
+        raise ConversionError(
+            f"{_NOT_READ[suffix]} files are not read; save it as DOCX, PDF or text"
+        )
+    head = data[:1024]
+    if head.lstrip().startswith(b"%PDF-"):
+        return PDF
+    if head.startswith(b"PK\x03\x04"):
+        if b"word/" in data[:65536] or b"[Content_Types].xml" in data[:65536]:
+            return DOCX
+        raise ConversionError("the file is a zip archive, not a document")
+    sniffed = head.lstrip().lower()
+    if sniffed.startswith((b"<!doctype html", b"<html")):
+        return HTML
+    declared = (content_type or "").split(";")[0].strip().lower()
+    if declared in _CONTENT_TYPES:
+        return _CONTENT_TYPES[declared]
+    if _looks_like_text(data):
+        return TEXT
+    kind = f" ({declared})" if declared and declared != "application/octet-stream" else ""
+    raise ConversionError(
+        f"unknown format{kind}; knowledge bases take text, Markdown, HTML, PDF and DOCX files"
+    )
+
+
+def _looks_like_text(data: bytes) -> bool:
+    # NUL bytes mean binary, unless the text is UTF-16/32 (which has a BOM, or NULs throughout).
+    if b"\x00" in data[:8192] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return False
+    return decode_text(data, strict=False) is not None
+
+
+def decode_text(data: bytes, *, strict: bool = True) -> str | None:
+    """Return `data` decoded: UTF-8 if it is, else the encoding charset-normalizer finds.
+
+    With `strict`, an undetectable encoding is a ConversionError; without it, None.
+    """
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    matches = list(charset_normalizer.from_bytes(data))
+    if not matches:
+        if strict:
+            raise ConversionError("the text's encoding cannot be recognised")
+        return None
+    best = matches[0]
+    # A short text often decodes equally well in several code pages; the one Western text in
+    # a legacy encoding is most likely in is Windows-1252.
+    tied = [m for m in matches if (m.chaos, m.coherence) == (best.chaos, best.coherence)]
+    preferred = next((m for m in tied if m.encoding in _PREFERRED_ENCODINGS), best)
+    return str(preferred)
+
+
+def clean_text(text: str) -> str:
+    """Return `text` with one kind of line end, no characters a database or reader chokes on,
+    no trailing spaces and at most one blank line in a row."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n")
+    text = _UNWANTED.sub("", text)
+    text = "\n".join(line.rstrip() for line in text.split("\n"))
+    return _BLANK_LINES.sub("\n\n", text).strip("\n")
+
+
+# Plain text and Markdown ------------------------------------------------------------------------
+
+
+def _text(data: bytes) -> tuple[str, str]:
+    return "", decode_text(data) or ""
+
+
+def _markdown(data: bytes) -> tuple[str, str]:
+    text = atx_headings(clean_text(decode_text(data) or ""))
+    return first_heading(text, level=1), text
+
+
+def atx_headings(text: str) -> str:
+    """Return Markdown `text` with its underlined (setext) headings written as `#` lines."""
+    lines = text.split("\n")
+    out: list[str] = []
+    fence = ""
+    for line in lines:
+        if fence:
+            if line.strip().startswith(fence):
+                fence = ""
+            out.append(line)
+            continue
+        if opened := _FENCE.match(line):
+            fence = opened.group(1)[:3]
+            out.append(line)
+            continue
+        underline = _SETEXT_UNDERLINE.match(line)
+        previous = out[-1] if out else ""
+        if underline and _is_paragraph_line(previous) and (len(out) < 2 or not out[-2].strip()):
+            level = "#" if underline.group(1).startswith("=") else "##"
+            out[-1] = f"{level} {previous.strip()}"
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
+def _is_paragraph_line(line: str) -> bool:
+    stripped = line.strip()
+    return bool(stripped) and not stripped.startswith(("#", "-", "*", "+", ">", "|", "```", "~~~"))
+
+
+def first_heading(text: str, *, level: int | None = None) -> str:
+    """Return the first `#` heading of Markdown `text` (of `level`, if given), or ''."""
+    fence = ""
+    for line in text.split("\n"):
+        if fence:
+            fence = "" if line.strip().startswith(fence) else fence
+            continue
+        if opened := _FENCE.match(line):
+            fence = opened.group(1)[:3]
+            continue
+        match = _ATX_HEADING.match(line)
+        if match and (level is None or len(match.group(1)) == level):
+            return match.group(2).strip()
+    return ""
+
+
+# HTML -------------------------------------------------------------------------------------------
+
+_DROPPED_TAGS = {
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "svg",
+    "math",
+    "iframe",
+    "object",
+    "embed",
+    "canvas",
+    "head",
+    "form",
+    "button",
+    "select",
+}
+_BLOCK_TAGS = {
+    "address",
+    "article",
+    "aside",
+    "blockquote",
+    "dd",
+    "details",
+    "div",
+    "dl",
+    "dt",
+    "figcaption",
+    "figure",
+    "footer",
+    "header",
+    "hr",
+    "li",
+    "main",
+    "nav",
+    "ol",
+    "p",
+    "pre",
+    "section",
+    "summary",
+    "table",
+    "tbody",
+    "thead",
+    "tfoot",
+    "ul",
+    "caption",
+}
+_HEADING_TAGS = {f"h{level}": level for level in range(1, 7)}
+
+
+def _html(data: bytes) -> tuple[str, str]:
+    soup = BeautifulSoup(data, "html.parser")
+    title_tag = soup.find("title")
+    title = title_tag.get_text(" ", strip=True) if title_tag else ""
+    text = join_blocks(_html_blocks(soup))
+    return title or first_heading(text, level=1), text
+
+
+def join_blocks(blocks: Iterable[tuple[str, str]]) -> str:
+    """Join (kind, text) blocks: list items that follow each other on consecutive lines (one
+    paragraph), table rows likewise; everything else with a blank line between."""
+    out: list[str] = []
+    previous = ""
+    for kind, text in blocks:
+        if out:
+            out.append("\n" if kind and kind == previous else "\n\n")
+        out.append(text)
+        previous = kind
+    return "".join(out)
+
+
+def _html_blocks(soup: BeautifulSoup) -> list[tuple[str, str]]:
+    """Return the document's blocks (headings, paragraphs, list items, table rows) in order.
+
+    The walk keeps its own stack: a deeply nested page must not exhaust Python's.
+    """
+    blocks: list[tuple[str, str]] = []
+    inline: list[str] = []
+
+    def flush() -> None:
+        lines = [" ".join(line.split()) for line in "".join(inline).split("\n")]
+        text = "\n".join(line for line in lines if line)
+        if text and text != "-":
+            blocks.append((_ITEM if text.startswith("- ") else "", text))
+        inline.clear()
+
+    stack: list[Any] = [iter(soup.contents)]
+    closers: list[Callable[[], None] | None] = [None]
+    while stack:
+        child = next(stack[-1], None)
+        if child is None:
+            stack.pop()
+            closer = closers.pop()
+            if closer is not None:
+                closer()
+            continue
+        if isinstance(child, NavigableString):
+            if type(child) is NavigableString:  # not a comment, doctype or declaration
+                inline.append(str(child))
+            continue
+        if not isinstance(child, Tag) or child.name in _DROPPED_TAGS:
+            continue
+        name = child.name
+        if name in _HEADING_TAGS:
+            flush()
+            heading = " ".join(child.get_text(" ").split())
+            if heading:
+                blocks.append(("", f"{'#' * _HEADING_TAGS[name]} {heading}"))
+            continue
+        if name == "br":
+            inline.append("\n")
+            continue
+        if name == "tr":
+            flush()
+            cells = [
+                " ".join(cell.get_text(" ").split())
+                for cell in child.find_all(["td", "th"], recursive=False)
+            ]
+            if any(cells):
+                blocks.append((_ROW, " | ".join(cells)))
+            continue
+        if name in _BLOCK_TAGS:
+            flush()
+            if name == "li":
+                inline.append("- ")
+            stack.append(iter(child.contents))
+            closers.append(flush)
+            continue
+        stack.append(iter(child.contents))
+        closers.append(None)
+    flush()
+    return blocks
+
+
+# PDF --------------------------------------------------------------------------------------------
+
+
+def _pdf(data: bytes) -> tuple[str, str]:
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        if reader.is_encrypted and not _opens_without_password(reader):
+            raise ConversionError("the PDF is encrypted (password protected) and cannot be read")
+        pages = [(page.extract_text() or "").strip() for page in reader.pages]
+        metadata = reader.metadata
+        title = str(metadata.title or "") if metadata is not None else ""
+    except ConversionError:
+        raise
+    except Exception as exc:  # pypdf raises many kinds on malformed files
+        raise ConversionError(f"the PDF cannot be read: {_reason(exc)}") from None
+    return title, "\n\n".join(page for page in pages if page)
+
+
+def _opens_without_password(reader: pypdf.PdfReader) -> bool:
+    # Many PDFs are encrypted with an empty user password (only their editing is restricted).
+    try:
+        return reader.decrypt("") != pypdf.PasswordType.NOT_DECRYPTED
+    except Exception:  # an unsupported cipher, or one that needs a library not installed
+        return False
+
+
+# DOCX -------------------------------------------------------------------------------------------
+
+
+def _docx(data: bytes) -> tuple[str, str]:
+    check_docx_archive(data)
+    try:
+        document = docx.Document(io.BytesIO(data))
+        title = document.core_properties.title or ""
+        text = join_blocks(_docx_blocks(document))
+    except Exception as exc:  # python-docx and lxml raise many kinds on malformed files
+        raise ConversionError(f"the DOCX cannot be read: {_reason(exc)}") from None
+    return title or first_heading(text, level=1) or first_heading(text), text
+
+
+def check_docx_archive(data: bytes) -> None:
+    """Refuse a DOCX that is not a zip, not a Word document, or a zip bomb (from its directory,
+    before anything is decompressed)."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError):
+        raise ConversionError("the DOCX is not a valid file (it is not a zip archive)") from None
+    with archive:
+        entries = archive.infolist()
+        if len(entries) > DOCX_MAX_ENTRIES:
+            raise ConversionError(
+                f"the DOCX holds {len(entries):,} parts; at most {DOCX_MAX_ENTRIES:,} are read "
+                "(it may be a zip bomb)"
+            )
+        total = sum(entry.file_size for entry in entries)
+        if total > DOCX_MAX_UNCOMPRESSED_BYTES:
+            raise ConversionError(
+                f"the DOCX unpacks to {total:,} bytes; at most {DOCX_MAX_UNCOMPRESSED_BYTES:,} "
+                "are read (it may be a zip bomb)"
+            )
+        for entry in entries:
+            if entry.file_size < _RATIO_CHECKED_FROM:
+                continue
+            ratio = entry.file_size / max(entry.compress_size, 1)
+            if ratio > DOCX_MAX_RATIO:
+                raise ConversionError(
+                    f"the DOCX part {entry.filename[:100]} inflates {ratio:,.0f} times; at most "
+                    f"{DOCX_MAX_RATIO} is read (it may be a zip bomb)"
+                )
+        if "word/document.xml" not in archive.namelist():
+            raise ConversionError("the DOCX is not a Word document (it has no word/document.xml)")
+
+
+def _docx_blocks(document: Any) -> Iterator[tuple[str, str]]:
+    for item in document.iter_inner_content():
+        if isinstance(item, Paragraph):
+            if block := _docx_paragraph(item):
+                yield (_ITEM if block.startswith("- ") else ""), block
+        elif isinstance(item, Table):
+            yield from ((_ROW, row) for row in _docx_table(item))
+
+
+def _docx_paragraph(paragraph: Paragraph) -> str:
+    text = " ".join(paragraph.text.split())
+    if not text:
+        return ""
+    style = (paragraph.style.name if paragraph.style is not None else "") or ""
+    if style.lower() == "title":
+        return f"# {text}"
+    if heading := _HEADING_STYLE.fullmatch(style.strip()):
+        return f"{'#' * min(int(heading.group(1)), 6)} {text}"
+    if style.lower().startswith("list"):
+        return f"- {text}"
+    return text
+
+
+def _docx_table(table: Table) -> Iterator[str]:
+    for row in table.rows:
+        cells: list[str] = []
+        seen: set[int] = set()
+        for cell in row.cells:
+            # A merged cell is repeated once per grid column it spans.
+            if id(cell._tc) in seen:
+                continue
+            seen.add(id(cell._tc))
+            cells.append(" ".join(cell.text.split()))
+        if any(cells):
+            yield " | ".join(cells)
+
+
+def _reason(exc: Exception) -> str:
+    text = " ".join(str(exc).split())[:200]
+    return text or type(exc).__name__
+
+
+_CONVERTERS: dict[str, Callable[[bytes], tuple[str, str]]] = {
+    TEXT: _text,
+    MARKDOWN: _markdown,
+    HTML: _html,
+    PDF: _pdf,
+    DOCX: _docx,
+}
