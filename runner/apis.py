@@ -36,12 +36,36 @@ IDEMPOTENCY_KEY = OpenApiParameter(
 RUNS_PER_PAGE = MAX_LIMIT
 
 
+SCRIPT_HIT = {
+    "type": "object",
+    "properties": {
+        "document": {"type": "string", "minLength": 1},
+        "text": {"type": "string", "minLength": 1},
+        "score": {"type": "number", "minimum": 0, "maximum": 1},
+        "heading": {"type": "string"},
+    },
+    "required": ["document", "text", "score"],
+    "additionalProperties": False,
+}
+
+
 @extend_schema_field(
     {
         "type": "object",
         "nullable": True,
-        "additionalProperties": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-        "description": "actor alias: the answers it gives, in order (the last one repeats)",
+        "additionalProperties": {
+            "anyOf": [
+                {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                {
+                    "type": "array",
+                    "items": {"type": "array", "items": SCRIPT_HIT},
+                    "minItems": 1,
+                },
+            ]
+        },
+        "description": "actor alias: the answers it gives, in order (the last one repeats); "
+        "`sources.STEPKEY`: the hits a step with sources finds instead of searching, a list "
+        "per execution (the last one repeats)",
     }
 )
 class ScriptField(serializers.JSONField):

@@ -68,6 +68,7 @@ class StepOutcome:
     scripted_decision: str | None = None  # dry run: the script decides the human step
     human_group_id: int | None = None
     material: str = ""  # what reviewers read beside the question
+    hits: tuple[engine.Citation, ...] | None = None  # what the step's sources found
 
 
 @dataclass

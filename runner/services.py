@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -16,6 +18,7 @@ from .human import tasks_close_for_run
 from .inputs import InputsInvalid, check_inputs
 from .models import Run
 from .status import TERMINAL, Outcome, RunStatus
+from .steps.sources import SCRIPT_PREFIX
 from .versions import version_graph
 
 
@@ -27,19 +30,31 @@ class RunFinished(Exception):
     """The run has finished already."""
 
 
-def check_script(script: object, graph: engine.RecipeGraph) -> dict[str, list[str]] | None:
+def check_script(script: object, graph: engine.RecipeGraph) -> dict[str, Any] | None:
     """Return a dry-run script normalised to alias -> answers, or raise InputsInvalid.
 
     A reviewer alias answers with one of its steps' options (`revise: comment` carries a
     comment) or `@timeout`, so that a typo fails here, not as a decision nobody offered.
+    `sources.STEPKEY` gives the hits of a step with sources, per execution, instead of its
+    searches: `[[{"document", "text", "score", "heading"?}, ...], ...]`.
     """
     if script is None:
         return None
     if not isinstance(script, dict):
         raise InputsInvalid(["script: must be an object of actor alias: [answers]"])
     aliases = graph.actors
-    errors, checked = [], {}
+    errors: list[str] = []
+    checked: dict[str, Any] = {}
     for alias, answers in script.items():
+        if alias not in aliases and alias.startswith(SCRIPT_PREFIX):
+            key = alias.removeprefix(SCRIPT_PREFIX)
+            if not graph.has_step(key) or not graph.step(key).sources:
+                errors.append(f"script.{alias}: no step '{key}' of this recipe searches sources")
+                continue
+            hits, problems = engine.read_script_hits(answers, f"script.{alias}")
+            errors += problems
+            checked[alias] = hits
+            continue
         if alias not in aliases:
             errors.append(
                 f"script.{alias}: not an actor alias of this recipe ({', '.join(aliases)})"

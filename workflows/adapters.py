@@ -20,6 +20,7 @@ STEP_CONFIG_FIELDS = (
     "options",
     "escalate_to",
     "material",
+    "sources",
 )
 
 

@@ -13,6 +13,9 @@ from workflows.models import Recipe
 from .fields import StorableJSONField, normalise_newlines
 
 SCRIPT_SEPARATOR = re.compile(r"^\s*---\s*$", re.MULTILINE)
+# A script's hits of a step with sources (`sources.STEPKEY`), and where its errors point.
+SCRIPT_HITS = "sources."
+_HITS_ERROR = re.compile(r"sources\.([A-Za-z0-9][A-Za-z0-9_-]*)")
 
 
 def split_answers(text: str) -> list[str]:
@@ -57,14 +60,19 @@ class RecipeTestForm(forms.Form):
             raise ValidationError("Inputs are a JSON object of name: value.")
         return value
 
-    def clean_script(self) -> dict[str, list[str]]:
+    def clean_script(self) -> dict[str, list[Any]]:
         value = self.cleaned_data.get("script")
         if value in (None, ""):
             return {}
+        # An alias answers with text; `sources.STEPKEY` gives a list of hits per execution.
         if not isinstance(value, dict) or not all(
-            isinstance(v, list) and all(isinstance(a, str) for a in v) for v in value.values()
+            isinstance(v, list)
+            and all(isinstance(a, list if k.startswith(SCRIPT_HITS) else str) for a in v)
+            for k, v in value.items()
         ):
-            raise ValidationError("The script is a JSON object of alias: [answers].")
+            raise ValidationError(
+                "The script is a JSON object of alias: [answers] (and sources.STEP: [[hits]])."
+            )
         return value
 
     def clean_expected_path(self) -> list[str]:
@@ -119,6 +127,20 @@ class TestRunForm(forms.Form):
                 "repeats. Reviewers answer approve, reject, or revise: comment.",
             )
             self.aliases.append((alias, str(reference)))
+        # Steps with sources: hits to use instead of searching.
+        self.searching: list[str] = []
+        steps = document.get("steps") if isinstance(document.get("steps"), list) else []
+        for step in steps:
+            if isinstance(step, dict) and step.get("sources") and isinstance(step.get("key"), str):
+                key = step["key"]
+                self.fields[f"script_{SCRIPT_HITS}{key}"] = StorableJSONField(
+                    required=False,
+                    label=f"Hits of {key}, JSON (instead of searching)",
+                    widget=forms.Textarea(attrs={"rows": 3}),
+                    help_text='A list per execution of [{"document", "text", "score", '
+                    '"heading"}]; [] finds nothing; the last repeats. Empty: search.',
+                )
+                self.searching.append(key)
 
     @property
     def input_fields(self) -> list[forms.BoundField]:
@@ -126,7 +148,8 @@ class TestRunForm(forms.Form):
 
     @property
     def script_fields(self) -> list[forms.BoundField]:
-        return [self[f"script_{a}"] for a, _ in self.aliases]
+        names = [a for a, _ in self.aliases] + [f"{SCRIPT_HITS}{k}" for k in self.searching]
+        return [self[f"script_{name}"] for name in names]
 
     def inputs(self) -> dict[str, Any]:
         values = {}
@@ -136,17 +159,23 @@ class TestRunForm(forms.Form):
                 values[name] = value
         return values
 
-    def script(self) -> dict[str, list[str]]:
-        script = {}
+    def script(self) -> dict[str, Any]:
+        script: dict[str, Any] = {}
         for alias, _ in self.aliases:
             answers = split_answers(self.cleaned_data.get(f"script_{alias}") or "")
             if answers:
                 script[alias] = answers
+        for key in self.searching:
+            hits = self.cleaned_data.get(f"script_{SCRIPT_HITS}{key}")
+            if hits not in (None, ""):
+                script[f"{SCRIPT_HITS}{key}"] = hits  # run_start checks them
         return script
 
     def add_run_errors(self, errors: list[str]) -> None:
         for error in errors:
             path, _, message = error.partition(": ")
             head, _, name = path.partition(".")
+            if head == "script" and (hits := _HITS_ERROR.match(name)):
+                name, message = hits.group(0), f"{path}: {message}"
             field = {"inputs": f"input_{name}", "script": f"script_{name}"}.get(head)
             self.add_error(field if field in self.fields else None, message or error)

@@ -59,7 +59,7 @@ def run_new(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             form.add_error(None, str(exc))
         else:
             return redirect("run-monitor", run_id=run.pk)
-    script_open = any(request.POST.get(f"script_{alias}") for alias, _ in form.aliases)
+    script_open = any(request.POST.get(field.html_name) for field in form.script_fields)
     return render(
         request,
         "runs/run_new.html",

@@ -21,14 +21,14 @@ from workflows import engine
 from ..claims import Claim, StepOutcome
 from ..outages import DATABASE_ERRORS
 from ..status import StepStatus
-from . import classify, decision_tree, human, llm
+from . import classify, decision_tree, human, llm, retrieve
 from .actor_stats import actor_stats
 from .session import Session
 
 log = logging.getLogger(__name__)
 
 EXECUTORS: dict[str, Callable[[Session], StepOutcome]] = {
-    kind.KIND: kind.execute for kind in (llm, human, decision_tree, classify)
+    kind.KIND: kind.execute for kind in (llm, human, decision_tree, classify, retrieve)
 }
 
 
@@ -65,8 +65,14 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
         or ("failed without a message" if outcome.status == StepStatus.FAILED else None),
         route_selection=outcome.route_selection,
         leaf=outcome.leaf,
+        hits=outcome.hits,
     )
     decision = engine.decide(
-        claim.graph, claim.state, result, judge=session.judge, actor_stats=actor_stats(claim)
+        claim.graph,
+        claim.state,
+        result,
+        judge=session.judge,
+        actor_stats=actor_stats(claim),
+        hits_of=session.stored_hits,
     )
     return outcome, decision

@@ -1,4 +1,7 @@
-"""LLM steps: ask the step's actor the rendered prompt, through the validation loop if set."""
+"""LLM steps: ask the step's actor the rendered prompt, through the validation loop if set.
+
+A step with `sources` searches them first (`sources.py`); its prompt shows the hits.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from ..claims import StepOutcome
 from ..providers import ProviderError, ProviderTimeoutError
 from ..status import StepStatus
 from .session import Session, TokenStreamer
+from .sources import Retrieval, SourcesFailed, retrieve
 
 KIND = "llm"
 
@@ -20,9 +24,12 @@ def execute(session: Session) -> StepOutcome:
     alias = claim.next.get("actor") or step.actor or ""
     outcome = StepOutcome(status=StepStatus.SUCCEEDED, actor_alias=alias)
     try:
+        if step.sources:
+            _search(session, outcome)
         outcome.prompt = session.prompt()
-    except engine.TemplateError as exc:
-        return StepOutcome(status=StepStatus.FAILED, error=str(exc), actor_alias=alias)
+    except (engine.TemplateError, SourcesFailed) as exc:
+        outcome.status, outcome.error = StepStatus.FAILED, str(exc)
+        return outcome
     streamer = TokenStreamer(claim.run_id, claim.seq)
     began = time.monotonic()
     try:
@@ -43,6 +50,21 @@ def execute(session: Session) -> StepOutcome:
             outcome.status = StepStatus.TIMED_OUT
     outcome.latency_ms = int((time.monotonic() - began) * 1000)
     return outcome
+
+
+def _search(session: Session, outcome: StepOutcome) -> None:
+    """Search the step's sources before the call; the prompt then shows their hits.
+
+    A search without a query searches for the prompt (rendered without any hits).
+    """
+    session.hits = ()
+    query = session.render(session.claim.step.prompt)
+    retrieval = Retrieval()
+    try:
+        retrieve(session, query, retrieval)
+    finally:
+        outcome.details["retrieval"] = retrieval.as_json()
+    session.hits = outcome.hits = retrieval.hits
 
 
 def _validate(session: Session, alias: str, outcome: StepOutcome, streamer: TokenStreamer) -> None:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
 
 from workflows import engine
 
@@ -36,6 +40,41 @@ class Answers:
         return self._read[seq]
 
 
+class StoredHits:
+    """The hits earlier steps found, by seq, each read from its StepRun when a step asks
+    (a template names `{sources}`, a condition counts or checks citations).
+
+    The run's state keeps only the seq of the latest result that searched (`sources_seq`).
+    """
+
+    def __init__(self, run_id: int) -> None:
+        self.run_id = run_id
+        self._read: dict[int, tuple[engine.Citation, ...]] = {}
+
+    def __call__(self, seq: int) -> Sequence[engine.Citation]:
+        if seq not in self._read:
+            # Only the hits: not the rest of the details (a validation loop's attempts).
+            found = (
+                StepRun.objects.filter(run_id=self.run_id, seq=seq)
+                .values_list("pk", "details__retrieval__hits")
+                .first()
+            )
+            if found is None:
+                raise LookupError(f"the hits of step #{seq} are missing from the run")
+            hits = found[1]
+            self._read[seq] = tuple(
+                engine.Citation.from_json(hit)
+                for hit in (hits if isinstance(hits, list) else [])
+                if isinstance(hit, dict)
+            )
+        return self._read[seq]
+
+
+# Where an llm step's prompt shows its sources' hits when it does not name `{sources}`.
+SOURCES_HEADING = "Sources:"
+NO_SOURCES = "(none found)"
+
+
 class Session:
     """One execution of the claimed step: it calls actors, counting the run's calls per alias
     (a script answers by that count), and renders the step's templates."""
@@ -45,6 +84,16 @@ class Session:
         self.calls = claim.calls
         self.resolved = claim.resolved
         self.answers = Answers(claim.run_id)
+        self.stored_hits = StoredHits(claim.run_id)
+        # What the step's own sources found (None: it searched none), once it searched.
+        self.hits: tuple[engine.Citation, ...] | None = None
+        self._creator: AbstractBaseUser | None = None
+
+    def creator(self) -> AbstractBaseUser:
+        """Return the user who started the run: the step's searches read what they may."""
+        if self._creator is None:
+            self._creator = get_user_model().objects.get(pk=self.claim.owner_id)
+        return self._creator
 
     def resolve(self, alias: str) -> actors.ResolvedActor:
         if alias not in self.resolved:
@@ -75,12 +124,19 @@ class Session:
     def render(self, template: str, feedback: str | None = None) -> str:
         """Render one of the step's templates; raise TemplateError naming a bad name."""
         claim = self.claim
-        context = claim.state.template_context(claim.step.key, self.answers, feedback)
+        context = claim.state.template_context(
+            claim.step.key, self.answers, feedback, hits=self.stored_hits, own_hits=self.hits
+        )
         return engine.render(template, context)
 
     def prompt(self, feedback: str | None = None) -> str:
-        """Return the step's prompt, with the suffix a repeat branch asked for."""
-        prompt = self.render(self.claim.step.prompt, feedback)
+        """Return the step's prompt, with the hits of its sources at its end unless it shows
+        them (`{sources}`), then the suffix a repeat branch asked for."""
+        step = self.claim.step
+        prompt = self.render(step.prompt, feedback)
+        if self.hits is not None and engine.SOURCES_NAME not in engine.template_names(step.prompt):
+            shown = engine.format_sources(self.hits) or NO_SOURCES
+            prompt = f"{prompt}\n\n{SOURCES_HEADING}\n{shown}"
         suffix = self.claim.next.get("prompt_suffix")
         return f"{prompt}\n\n{suffix}" if suffix else prompt
 

@@ -70,6 +70,14 @@ SUMMARIES = [
     ({"type": "content_type", "operator": "is", "value": "code"}, "is code"),
     ({"type": "content_type", "operator": "is_not", "value": "json"}, "is not json"),
     ({"type": "route_selected", "operator": "includes", "value": "billing"}, "route: billing"),
+    ({"type": "retrieval", "operator": "greater_equal", "value": 1}, "hits ≥ 1"),
+    ({"type": "retrieval", "operator": "less_than", "value": 1, "measure": "hits"}, "hits < 1"),
+    (
+        {"type": "retrieval", "operator": "greater_equal", "value": 0.5, "measure": "top_score"},
+        "top score ≥ 0.5",
+    ),
+    ({"type": "cites_source", "operator": "cites"}, "cites a source"),
+    ({"type": "cites_source", "operator": "cites_none"}, "cites no source"),
     ({"type": "default"}, "default"),
     ({"type": "not", "conditions": [{"type": "default"}]}, "not (default)"),
     ({"type": "not", "conditions": []}, "not ()"),
@@ -130,6 +138,8 @@ def test_it_lists_every_condition_type_with_its_operators_fields_and_summary() -
         "field_compare",
         "content_type",
         "route_selected",
+        "retrieval",
+        "cites_source",
         "default",
     ]
     assert conditions["field_compare"]["aliases"] == ["check_count"]
@@ -161,7 +171,13 @@ def test_it_lists_every_condition_type_with_its_operators_fields_and_summary() -
 def test_it_lists_the_combinators_step_kinds_and_actions() -> None:
     published = catalog()
     assert published["logical"] == ["and", "or", "not"]
-    assert [s["kind"] for s in published["steps"]] == ["llm", "human", "decision_tree", "classify"]
+    assert [s["kind"] for s in published["steps"]] == [
+        "llm",
+        "human",
+        "decision_tree",
+        "classify",
+        "retrieve",
+    ]
     for kind in published["steps"]:
         assert kind["label"] and kind["help"]
         assert all(f["kind"] in FIELD_KINDS for f in kind["fields"])

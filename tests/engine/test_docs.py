@@ -19,10 +19,13 @@ def test_the_step_kinds_table_has_a_row_per_kind_with_its_actor() -> None:
         ["| `human`", "a reviewer group (`@human:GROUP`)"],
         ["| `decision_tree`", "—"],
         ["| `classify`", "a model"],
+        ["| `retrieve`", "—"],
     ]
     assert len(rows) == len(KINDS)
     assert "`escalate_to` (actor)" in rows[1]
     assert "`options` (list, default `approve`, `reject`, `revise`)" in rows[1]
+    assert "`sources` (text)" in rows[0]
+    assert "`sources` (text, required)" in rows[4]
 
 
 def test_the_table_has_a_row_per_condition_type_and_one_for_the_combinators() -> None:

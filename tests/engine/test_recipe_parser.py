@@ -313,7 +313,8 @@ BAD_DOCUMENTS: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] =
         "unknown kind",
         lambda d: _set(_first(d), kind="robot"),
         [
-            "steps[0].kind: unknown step kind 'robot'; expected one of: classify, decision_tree, human, llm",
+            "steps[0].kind: unknown step kind 'robot'; expected one of: classify, decision_tree, human, llm, "
+            "retrieve",
         ],
     ),
     (
@@ -363,8 +364,9 @@ BAD_DOCUMENTS: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] =
         lambda d: _set(_when(d), type="vibes"),
         [
             f"{P}.when.type: unknown condition type 'vibes'; expected one of: ai_evaluation, and, "
-            "check_count, content_type, default, execution_error, execution_timeout, field_compare, "
-            "human_decision, length_check, not, or, pattern_match, route_selected"
+            "check_count, cites_source, content_type, default, execution_error, execution_timeout, "
+            "field_compare, human_decision, length_check, not, or, pattern_match, retrieval, "
+            "route_selected"
         ],
     ),
     ("no when", lambda d: _first(d)["branches"][0].pop("when"), [f"{P}.when: is required"]),
@@ -616,6 +618,54 @@ BAD_DOCUMENTS: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] =
             _first(d)["branches"][0], when={"type": "route_selected", "value": "billing"}
         ),
         [f"{P}.when.value: unknown route 'billing'; routes: none"],
+    ),
+    (
+        "retrieval with an unknown measure",
+        lambda d: _set(
+            _first(d)["branches"][0],
+            when={
+                "type": "retrieval",
+                "operator": "less_than",
+                "value": 1,
+                "measure": "hits_count",
+            },
+        ),
+        [f"{P}.when.measure: unknown measure 'hits_count'; expected hits or top_score"],
+    ),
+    (
+        "retrieval top score above 1",
+        lambda d: _set(
+            _first(d)["branches"][0],
+            when={"type": "retrieval", "operator": "less_than", "value": 5, "measure": "top_score"},
+        ),
+        [f"{P}.when.value: a top score is from 0 to 1, got 5"],
+    ),
+    (
+        "retrieval with a negative number of hits",
+        lambda d: _set(
+            _first(d)["branches"][0],
+            when={"type": "retrieval", "operator": "greater_equal", "value": -1},
+        ),
+        [f"{P}.when.value: a number of hits is at least 0, got -1"],
+    ),
+    (
+        "retrieval without a value",
+        lambda d: _set(
+            _first(d)["branches"][0], when={"type": "retrieval", "operator": "greater_equal"}
+        ),
+        [f"{P}.when.value: must be a number, got None"],
+    ),
+    (
+        "cites_source with an unknown operator",
+        lambda d: _set(
+            _first(d)["branches"][0], when={"type": "cites_source", "operator": "quotes"}
+        ),
+        [f"{P}.when.operator: unknown operator 'quotes'; cites_source takes: cites, cites_none"],
+    ),
+    (
+        "cites_source without an operator",
+        lambda d: _set(_first(d)["branches"][0], when={"type": "cites_source"}),
+        [f"{P}.when.operator: is required; cites_source takes: cites, cites_none"],
     ),
     (
         "field_compare without a field",

@@ -63,7 +63,11 @@ def test_it_gives_templates_the_inputs_and_the_latest_answers() -> None:
         "steps.review.response": "",
         "step3_response": "",
         "steps.final.response": "",
+        "steps.draft.sources": "",
+        "steps.review.sources": "",
+        "steps.final.sources": "",
         "feedback": "shorter",
+        "sources": "",
     }
     assert render(g.step("final").prompt, context) == "second draft / "
     assert state.last_answer(answers.__getitem__) == "second draft"

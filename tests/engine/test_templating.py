@@ -111,6 +111,9 @@ def test_it_looks_up_a_step_s_answer_only_when_a_template_uses_it() -> None:
         "feedback",
         "step1_response",
         "steps.draft.response",
+        "steps.draft.sources",
         "step2_response",
         "steps.review.response",
+        "steps.review.sources",
+        "sources",
     ]

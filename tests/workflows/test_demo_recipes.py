@@ -15,17 +15,30 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.utils import timezone
 
+from knowledge.models import Document, KnowledgeBase
 from runner import advance, services
 from runner.human import task_decide, tasks_expire
 from runner.status import RUNNABLE
 from workflows.adapters import document_from_recipe
 from workflows.demo import (
     DEMO_USERNAME,
+    DOCS_BASE_SLUG,
     REVIEWER_GROUP,
     REVIEWER_USERNAME,
+    docs_files,
     recipe_files,
 )
-from workflows.demo.actors import DEMO_ACTORS, DRAGON_STORY, GOOD_ANSWER, PRIMES, first_primes
+from workflows.demo.actors import (
+    CITED_ANSWER,
+    DEMO_ACTORS,
+    DONT_KNOW,
+    DRAGON_STORY,
+    GOOD_ANSWER,
+    PRIMES,
+    REVISED_ANSWER,
+    UNCITED_ANSWER,
+    first_primes,
+)
 from workflows.models import Actor, Recipe, RecipeVersion
 from workflows.services import recipe_import, recipe_lint
 
@@ -36,6 +49,7 @@ SLUGS = {
     "regulatory-decision-tree",
     "first-1000-primes",
     "document-routing",
+    "answer-with-citations",
 }
 
 
@@ -66,7 +80,7 @@ def printed_password(output: str, username: str) -> str:
     return found.group(1)
 
 
-def test_there_is_one_demo_file_per_reference_design() -> None:
+def test_there_is_one_demo_file_per_reference_design_and_the_citations_demo() -> None:
     assert {json.loads(path.read_text())["slug"] for path in FILES} == SLUGS
     assert {path.stem for path in FILES} == SLUGS
 
@@ -154,6 +168,60 @@ def test_seed_demo_run_again_changes_nothing_and_keeps_the_passwords() -> None:
     assert dict(Recipe.objects.values_list("slug", "revision")) == revisions
     assert RecipeVersion.objects.count() == len(SLUGS)
     assert Actor.objects.count() == len(DEMO_ACTORS)
+    documents = list(Document.objects.values_list("pk", "updated_at"))
+    assert f"{DOCS_BASE_SLUG} (4 documents, " in second and "; 0 indexed now)" in second
+    assert list(Document.objects.values_list("pk", "updated_at")) == documents
+
+
+@pytest.mark.django_db
+def test_seed_demo_indexes_the_projects_docs_in_a_knowledge_base_the_editors_may_read() -> None:
+    output = seed()
+
+    base = KnowledgeBase.objects.get(slug=DOCS_BASE_SLUG)
+    assert base.owner.username == DEMO_USERNAME
+    assert list(base.shared_with_groups.values_list("name", flat=True)) == [REVIEWER_GROUP]
+    assert base.embedding_actor is not None and base.embedding_actor.name == "demo-embedder"
+    files = docs_files()
+    assert {p.name for p in files} >= {"README.md", "recipe-format.md"}
+    documents = base.documents.order_by("filename")
+    assert sorted(d.filename for d in documents) == sorted(p.name for p in files)
+    assert {d.status for d in documents} == {Document.Status.READY}
+    chunks = base.chunks.count()
+    assert chunks > len(files) and not base.chunks.filter(embedding=None).exists()
+    assert f"{DOCS_BASE_SLUG} (4 documents, {chunks} chunks; 4 indexed now)" in output
+
+
+@pytest.mark.django_db
+def test_seed_demo_indexes_a_changed_doc_again_in_place_of_the_old(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("# Branchline\n\nRecipes branch on what a step found.\n")
+    monkeypatch.setattr("knowledge.management.commands.seed_demo.docs_files", lambda: [readme])
+    seed()
+    old = Document.objects.get()
+
+    readme.write_text("# Branchline\n\nRecipes search knowledge bases and cite them.\n")
+    output = seed()
+
+    new = Document.objects.get()
+    assert new.pk != old.pk and "cite them" in new.text
+    assert new.status == Document.Status.READY
+    assert f"{DOCS_BASE_SLUG} (1 documents, 1 chunks; 1 indexed now)" in output
+
+
+@pytest.mark.django_db
+def test_seed_demo_leaves_a_docs_base_of_another_user_alone() -> None:
+    from knowledge.ingest import create_base
+
+    create_base(
+        owner=get_user_model().objects.create_user("someone"), slug=DOCS_BASE_SLUG, name="x"
+    )
+
+    output = seed()
+
+    assert f"knowledge base {DOCS_BASE_SLUG} belongs to another user: left as it is" in output
+    assert not Document.objects.exists()
 
 
 @pytest.mark.django_db
@@ -603,3 +671,134 @@ def test_first_primes_retries_a_failing_actor_with_another(demo: Any) -> None:
         ("mathematician", "succeeded"),
     ]
     assert taken(run)[1] == "actor_failed"
+
+
+# -- answer-with-citations: a retrieve step over the project's docs ---------------------------
+
+QUESTION = {"question": "How do I add a condition type?"}
+HIT = {"document": "Adding a condition type", "text": "Write one module.", "score": 0.9}
+
+
+def test_citations_with_the_scripted_actors_answer_from_the_docs_and_are_approved(
+    demo: Any,
+) -> None:
+    run = start(demo, "answer-with-citations", QUESTION)
+
+    assert (run.status, run.outcome, run.error) == ("succeeded", "approved", "")
+    assert walked(run) == ["find_sources", "answer"]
+    assert taken(run) == ["sources_found", "well_grounded"]
+    find, answer = run.steps.order_by("seq")
+    hits = find.details["retrieval"]["hits"]
+    assert 1 <= len(hits) <= 4 and all(h["score"] >= 0.6 for h in hits)
+    assert {h["knowledge_base"] for h in hits} == {DOCS_BASE_SLUG}
+    assert find.response.startswith(f"[1] {hits[0]['document_title']} › ")
+    assert find.response in answer.prompt
+    assert answer.response == CITED_ANSWER
+    assert [e.reason for e in answer.evaluations.order_by("order")] == [
+        "cites [1]",
+        "judge scored 8 >= 7",
+    ]
+
+
+def test_citations_of_a_question_the_docs_do_not_cover_say_i_dont_know(demo: Any) -> None:
+    run = start(demo, "answer-with-citations", {"question": "Who won the 1998 world cup?"})
+
+    assert run.status == "waiting_human"
+    assert walked(run) == ["find_sources", "dont_know", "review"]
+    assert taken(run) == ["nothing_found", "ask_editors"]
+    assert run.steps.get(step_key="find_sources").details["retrieval"]["hits"] == []
+    assert run.steps.get(step_key="dont_know").response == DONT_KNOW
+    assert run.tasks.get().material.startswith(f"Answer:\n{DONT_KNOW}\n\nSources found:\n")
+    run = decide(run, "approve")
+    assert (run.status, run.outcome) == ("succeeded", "approved")
+
+
+@pytest.mark.parametrize(
+    ("script", "path", "branches", "status"),
+    [
+        pytest.param(
+            {"sources.find_sources": [[]], "editors": ["reject"]},
+            ["find_sources", "dont_know", "review"],
+            ["nothing_found", "ask_editors", "rejected"],
+            "ended",
+            id="no-hits",
+        ),
+        pytest.param(
+            {"sources.find_sources": [[HIT]], "librarian": ["No idea."], "editors": ["approve"]},
+            ["find_sources", "answer", "review"],
+            ["sources_found", "no_citation", "approved"],
+            "succeeded",
+            id="uncited",
+        ),
+        pytest.param(
+            {"sources.find_sources": [[HIT]], "librarian": ["See [7]."], "editors": ["approve"]},
+            ["find_sources", "answer", "review"],
+            ["sources_found", "no_citation", "approved"],
+            "succeeded",
+            id="cites-a-hit-it-was-not-given",
+        ),
+        pytest.param(
+            {"sources.find_sources": [[HIT]], "judge": ["4"], "editors": ["approve"]},
+            ["find_sources", "answer", "review"],
+            ["sources_found", "needs_review", "approved"],
+            "succeeded",
+            id="judge-unconvinced",
+        ),
+        pytest.param(
+            {"sources.find_sources": [[HIT]], "judge": ["9"]},
+            ["find_sources", "answer"],
+            ["sources_found", "well_grounded"],
+            "succeeded",
+            id="judge-convinced",
+        ),
+        pytest.param(
+            {"sources.find_sources": [[HIT]], "judge": ["4", "9"], "editors": ["revise: shorter"]},
+            ["find_sources", "answer", "review", "answer"],
+            ["sources_found", "needs_review", "revise_answer", "well_grounded"],
+            "succeeded",
+            id="revised-after-review",
+        ),
+        pytest.param(
+            {"sources.find_sources": [[HIT]], "judge": ["4"], "editors": ["@timeout"]},
+            ["find_sources", "answer", "review"],
+            ["sources_found", "needs_review", "review_timed_out"],
+            "ended",
+            id="review-timed-out",
+        ),
+    ],
+)
+def test_citations_paths(
+    demo: Any,
+    script: dict[str, Any],
+    path: list[str],
+    branches: list[str],
+    status: str,
+) -> None:
+    run = start(demo, "answer-with-citations", QUESTION, **script)
+
+    assert (run.status, run.error) == (status, "")
+    assert walked(run) == path
+    assert taken(run) == branches
+
+
+def test_citations_revision_answers_the_reviewers_note(demo: Any) -> None:
+    script = {"judge": ["4", "9"], "editors": ["revise: cite the registry"]}
+    run = start(demo, "answer-with-citations", QUESTION, **script)
+
+    first, second = run.steps.filter(step_key="answer").order_by("seq")
+    assert first.response == CITED_ANSWER
+    assert second.prompt.endswith(": cite the registry")
+    assert second.response == REVISED_ANSWER
+    assert (run.status, run.outcome) == ("succeeded", "approved")
+
+
+def test_citations_uncited_answer_says_why_it_goes_to_review(demo: Any) -> None:
+    hits = {"sources.find_sources": [[HIT, HIT]]}
+    run = start(demo, "answer-with-citations", {"question": "What is a dry run?"}, **hits)
+
+    assert run.status == "waiting_human"
+    answer = run.steps.get(step_key="answer")
+    assert answer.response == UNCITED_ANSWER
+    no_citation = answer.evaluations.get(branch="no_citation")
+    assert (no_citation.taken, no_citation.reason) == (True, "cites no source (2 hits)")
+    assert run.tasks.get().material.startswith(f"Answer:\n{UNCITED_ANSWER}\n\nSources found:\n[1] ")

@@ -20,7 +20,8 @@ SECRET = "sk-test-d0-not-leak-7f3a9c"
 
 
 def rich_document() -> dict[str, Any]:
-    """Return a document with every step kind, nested logic, params and an inactive branch.
+    """Return a document with every step kind, nested logic, params, sources and an inactive
+    branch.
 
     It is written the way export writes a document (`target` always, `params` only when
     set, `active` only when false), so an import followed by an export must give it back.
@@ -283,7 +284,16 @@ def rich_document() -> dict[str, Any]:
                     "name": "Polish",
                     "kind": "llm",
                     "actor": "gpt",
-                    "prompt": "Polish this story: {steps.generate_story.response}",
+                    "prompt": "Polish this story: {steps.generate_story.response}\n{sources}",
+                    "sources": [
+                        {
+                            "knowledge_base": "style-guide",
+                            "query": "{topic} style",
+                            "top_k": 3,
+                            "min_score": 0.2,
+                            "mode": "fulltext",
+                        }
+                    ],
                     "branches": [
                         {
                             "name": "rate_limited",
@@ -302,6 +312,37 @@ def rich_document() -> dict[str, Any]:
                             "priority": 2,
                             "when": {"type": "default"},
                             "action": "CONTINUE",
+                            "target": "find_facts",
+                        },
+                    ],
+                },
+                {
+                    "key": "find_facts",
+                    "name": "Find Facts",
+                    "kind": "retrieve",
+                    "prompt": "",
+                    "sources": [
+                        {"knowledge_base": "encyclopedia"},
+                        {"knowledge_base": "atlas", "query": "{steps.polish.response}"},
+                    ],
+                    "branches": [
+                        {
+                            "name": "nothing_found",
+                            "priority": 1,
+                            "when": {"type": "retrieval", "operator": "less_than", "value": 1},
+                            "action": "END_RECIPE",
+                            "target": "@end",
+                        },
+                        {
+                            "name": "well_found",
+                            "priority": 2,
+                            "when": {
+                                "type": "retrieval",
+                                "operator": "greater_equal",
+                                "value": 0.8,
+                                "measure": "top_score",
+                            },
+                            "action": "QUALITY_APPROVED",
                             "target": "@complete",
                         },
                     ],
@@ -347,6 +388,7 @@ def test_it_keeps_the_step_order_and_the_inactive_branch(rich_recipe: Recipe) ->
         "review",
         "desk_check",
         "polish",
+        "find_facts",
     ]
     first = rich_recipe.steps.get(key="generate_story")
     assert list(first.branches.filter(active=False).values_list("name", flat=True)) == ["timed_out"]

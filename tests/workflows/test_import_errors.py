@@ -86,7 +86,7 @@ DOCUMENT_ERRORS: list[tuple[str, Mutation, str]] = [
     (
         "unknown step kind",
         with_step(kind="poem"),
-        "steps[0].kind: Input should be 'llm', 'human', 'decision_tree' or 'classify'",
+        "steps[0].kind: Input should be 'llm', 'human', 'decision_tree', 'classify' or 'retrieve'",
     ),
     (
         "input of unknown type",
@@ -300,6 +300,46 @@ DOCUMENT_ERRORS: list[tuple[str, Mutation, str]] = [
         "human step escalating to a model",
         with_step(kind="human", escalate_to="writer"),
         "steps[0].escalate_to: 'writer' is not a reviewer group alias",
+    ),
+    (
+        "a source with top_k zero",
+        with_step(sources=[{"knowledge_base": "docs", "top_k": 0}]),
+        "steps[0].sources[0].top_k: Input should be greater than or equal to 1",
+    ),
+    (
+        "a source with an unknown field",
+        with_step(sources=[{"knowledge_base": "docs", "url": "https://example.com"}]),
+        "steps[0].sources[0].url: unknown field",
+    ),
+    (
+        "a source with an unknown mode",
+        with_step(sources=[{"knowledge_base": "docs", "mode": "vector"}]),
+        "steps[0].sources[0].mode: Input should be 'fulltext', 'semantic' or 'hybrid'",
+    ),
+    (
+        "a source naming no knowledge base",
+        with_step(sources=[{"query": "{topic}"}]),
+        "steps[0].sources[0].knowledge_base: Field required",
+    ),
+    (
+        "a source that is no slug",
+        with_step(sources=[{"knowledge_base": "Style Guide"}]),
+        "steps[0].sources[0].knowledge_base: must be a knowledge base's slug*",
+    ),
+    (
+        "a query naming an unknown input",
+        with_step(sources=[{"knowledge_base": "docs", "query": "{subject}"}]),
+        "steps[0].sources[0].query: unknown template name 'subject'*",
+    ),
+    (
+        "a retrieve step without sources",
+        with_step(kind="retrieve"),
+        "steps[0].sources: is required: a list of at least one knowledge base to search",
+    ),
+    (
+        "a human step with sources",
+        with_step(kind="human", actor="editors", sources=[{"knowledge_base": "docs"}]),
+        "steps[0].sources: a human step searches no sources",
     ),
     (
         "model step run by a reviewer group",

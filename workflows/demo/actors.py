@@ -13,7 +13,10 @@ run of each demo recipe walks an interesting path:
 - first-1000-primes: the coder delivers code twice (the second time after a sharper prompt),
   so the step is retried with another actor, who delivers the numbers;
 - document-routing: the default document is an invoice and a complaint, so both routes run
-  before the reply.
+  before the reply;
+- answer-with-citations: the project's docs answer the default question; the librarian cites
+  its source as [1] and the judge rates the answer 8, so it is approved. A question the docs
+  do not cover finds nothing, and the librarian says it does not know.
 
 The two Ollama actors are there for trying real models; they fail when no Ollama runs.
 """
@@ -147,6 +150,11 @@ JUDGE: dict[str, Any] = {
                 "reply": GOOD_ANSWER_SCORES,
             },
             {"match": "^You review an answer", "reply": VAGUE_ANSWER_SCORES},
+            # ai_evaluation of a cited answer (answer-with-citations, well_grounded).
+            {
+                "match": "cites its sources",
+                "reply": "Score: 8\nClear, and each statement points to a source.",
+            },
         ],
         "replies": ["Score: 6"],
         "delay_ms": MODEL_DELAY_MS,
@@ -437,6 +445,58 @@ CLERK: dict[str, Any] = {
 
 # -- real models (for trying Ollama; not used by the demo recipes) ---------------------------
 
+# -- answer with citations: librarian and embedder --------------------------------------------
+
+CITED_ANSWER = (
+    "A condition type is one module in workflows/engine/conditions/: it defines check, "
+    "evaluate and a ConditionType with its operators, fields and summary [1]. List it in TYPES "
+    "in workflows/engine/conditions/registry.py, add its tests, and run python -m "
+    "workflows.engine.docs to rewrite the table of condition types [1]."
+)
+REVISED_ANSWER = (
+    "Write the condition type as one module in workflows/engine/conditions/ and list it in "
+    "TYPES of the registry [1]; the parser, the editor's forms and the docs read it from there "
+    "[1]."
+)
+UNCITED_ANSWER = "The sources mention this, but none of them answers the question clearly."
+DONT_KNOW = (
+    "I don't know: the Branchline documentation says nothing about this. A maintainer of the "
+    "project, or the source code itself, may have the answer."
+)
+
+LIBRARIAN: dict[str, Any] = {
+    "name": "demo-librarian",
+    "provider": "scripted",
+    "model": "demo-librarian",
+    "config": {
+        "rules": [
+            # A reviewer asked for a revision: their note follows the question and sources.
+            {
+                "match": "(?s)^Answer the question.*Reviewer's note[^\\n]*: \\S",
+                "reply": REVISED_ANSWER,
+            },
+            {
+                "match": "(?s)^Answer the question.*\\nQuestion: [^\\n]*(?i:condition type)",
+                "reply": CITED_ANSWER,
+            },
+            {"match": "^Answer the question", "reply": UNCITED_ANSWER},
+            {"match": "^The documentation has nothing", "reply": DONT_KNOW},
+        ],
+        "replies": [DONT_KNOW],
+        "delay_ms": MODEL_DELAY_MS,
+    },
+}
+
+# Embeds the demo knowledge base's chunks and queries: a scripted actor's embedding is a local
+# hashing of words (knowledge/embeddings.py), so searching by meaning needs no server.
+EMBEDDER: dict[str, Any] = {
+    "name": "demo-embedder",
+    "provider": "scripted",
+    "model": "demo-embedder",
+    # Asked to chat instead, it says what it is for.
+    "config": {"replies": ["I embed the demo knowledge base; I do not answer questions."]},
+}
+
 OLLAMA_BASE_URL = "http://127.0.0.1:11434/v1"
 
 
@@ -464,6 +524,8 @@ DEMO_ACTORS: list[dict[str, Any]] = [
         MATHEMATICIAN,
         CLASSIFIER,
         CLERK,
+        LIBRARIAN,
+        EMBEDDER,
         _ollama("llama3.2:latest"),
         _ollama("qwen3:latest"),
     )

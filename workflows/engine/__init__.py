@@ -3,7 +3,8 @@
 It parses recipes (format v1) into graphs (`recipe_parser`), evaluates branch conditions
 (`conditions/`, one module per condition type), renders templates, walks decision trees,
 classifies against routes (`classification`), runs the validation loop (`self_check`) and
-decides where a run goes after each step (`next_step`), a failed step included. Step kinds are
+decides where a run goes after each step (`next_step`), a failed step included; it reads a
+step's data sources and numbers their hits as citations (`sources`). Step kinds are
 in `step_kinds/`; `catalog()` publishes both registries for the editor. The runner and the
 recipe apps translate its errors at their edge.
 """
@@ -55,20 +56,30 @@ from workflows.engine.self_check import (
     rule_score,
     run_validation_loop,
 )
+from workflows.engine.sources import (
+    Citation,
+    SourceSpec,
+    cited_numbers,
+    format_sources,
+    numbered,
+    read_script_hits,
+)
 from workflows.engine.state import RunState
 from workflows.engine.step_kinds.registry import DEFAULT_KIND as DEFAULT_STEP_KIND
 from workflows.engine.step_kinds.registry import KINDS as STEP_KINDS
 from workflows.engine.step_kinds.registry import step_kind
-from workflows.engine.templating import render, template_names
+from workflows.engine.templating import SOURCES_NAME, render, template_names
 
 __all__ = [
     "CONDITION_KEYS",
     "DEFAULT_STEP_KIND",
     "SEVERAL_OPERANDS",
+    "SOURCES_NAME",
     "STEP_KINDS",
     "ActorStats",
     "AnswerUnreadable",
     "BranchSpec",
+    "Citation",
     "Classification",
     "Condition",
     "Decision",
@@ -86,6 +97,7 @@ __all__ = [
     "Route",
     "RouteExample",
     "RunState",
+    "SourceSpec",
     "StepResult",
     "StepSpec",
     "TemplateError",
@@ -94,6 +106,7 @@ __all__ = [
     "ValidationOutcome",
     "catalog",
     "choose_actor",
+    "cited_numbers",
     "classifier_prompt",
     "classify",
     "combinator",
@@ -105,12 +118,15 @@ __all__ = [
     "evaluate_condition",
     "evaluate_tree",
     "evaluation_prompt",
+    "format_sources",
     "judge_prompt",
     "lint_recipe",
+    "numbered",
     "parse_classifier_answer",
     "parse_judge_answer",
     "parse_recipe",
     "parse_score",
+    "read_script_hits",
     "render",
     "resolve_inputs",
     "rule_score",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from workflows.engine.actions import DecisionKind
+from workflows.engine.sources import Citation
 
 
 @dataclass(frozen=True, slots=True)
@@ -13,7 +14,8 @@ class StepResult:
 
     `decision` is a human step's choice (its `response` or `comment` is the reviewer's
     comment); `route_selection` the routes a classify step selected; `leaf` the leaf a
-    decision-tree step reached (None: `decide` walks the tree itself).
+    decision-tree step reached (None: `decide` walks the tree itself); `hits` what the step's
+    `sources` found, numbered (None: it searched none).
     """
 
     step_key: str
@@ -24,6 +26,7 @@ class StepResult:
     error: str | None = None
     route_selection: tuple[str, ...] | None = None
     leaf: str | None = None
+    hits: tuple[Citation, ...] | None = None
 
 
 # Evaluation and Decision are built on every step, ten at a time: plain slotted dataclasses

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workflows.engine.classification import Route
+from workflows.engine.sources import SourceSpec
 from workflows.engine.vocabulary import DEFAULT_HUMAN_OPTIONS, DEFAULT_MAX_RECLASSIFY
 
 
@@ -73,6 +74,8 @@ class StepSpec:
     material: str = ""
     # human: the reviewer-group alias that gets the task, once, when it is overdue
     escalate_to: str | None = None
+    # llm and retrieve: the knowledge bases searched before the call (retrieve: instead of one)
+    sources: tuple[SourceSpec, ...] = ()
     active_branches: tuple[BranchSpec, ...] = field(
         init=False, repr=False, compare=False, default=()
     )

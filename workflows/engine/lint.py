@@ -11,7 +11,9 @@ from collections.abc import Iterator
 from workflows.engine.conditions.base import ConditionUse
 from workflows.engine.conditions.registry import TYPES
 from workflows.engine.decision_tree import leaves
+from workflows.engine.errors import TemplateError
 from workflows.engine.graph import BranchSpec, Condition, RecipeGraph, StepSpec
+from workflows.engine.templating import SOURCES_NAME, step_sources_reference, template_names
 from workflows.engine.vocabulary import COMPLETE, DEFAULT_MAX_RETRIES, END, REPEAT
 
 
@@ -25,6 +27,7 @@ def lint_recipe(graph: RecipeGraph) -> list[str]:
         warnings += _branch_warnings(graph, step, path)
         warnings += _condition_warnings(step, path)
         warnings += _unmapped_leaves(graph, step, path)
+        warnings += _hits_never_shown(graph, step, path)
     return warnings
 
 
@@ -174,3 +177,26 @@ def _unmapped_leaves(graph: RecipeGraph, step: StepSpec, path: str) -> list[str]
         if not graph.has_step(step.leaf_targets.get(leaf, leaf))
         and step.leaf_targets.get(leaf, leaf) not in (END, COMPLETE)
     ]
+
+
+def _hits_never_shown(graph: RecipeGraph, step: StepSpec, path: str) -> list[str]:
+    """Warn about templates that show hits no step can have found: they are always empty."""
+    searching = any(s.sources for s in graph.steps)
+    warnings: list[str] = []
+    for field, template in (("prompt", step.prompt), ("material", step.material)):
+        try:
+            names = template_names(template)
+        except TemplateError:
+            continue  # refused at parse
+        for name in names:
+            key = step_sources_reference(name)
+            if name == SOURCES_NAME and not searching:
+                warnings.append(
+                    f"{path}.{field}: {{sources}} is always empty: no step of the recipe "
+                    "searches sources"
+                )
+            elif key is not None and graph.has_step(key) and not graph.step(key).sources:
+                warnings.append(
+                    f"{path}.{field}: {{{name}}} is always empty: step '{key}' searches no sources"
+                )
+    return warnings

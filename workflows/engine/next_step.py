@@ -16,7 +16,7 @@ A step kind may choose the move itself (a decision tree goes to its leaf's targe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from workflows.engine.actions import RUNS_A_STEP, Move, is_bounded, move_for, retry_limit
 from workflows.engine.actor_choice import ActorStats
@@ -24,6 +24,7 @@ from workflows.engine.conditions import EvalContext, Judge, asks_about_failure, 
 from workflows.engine.decisions import Decision, Evaluation, StepResult
 from workflows.engine.errors import EngineError
 from workflows.engine.graph import BranchSpec, RecipeGraph, StepSpec
+from workflows.engine.sources import Citation
 from workflows.engine.state import RunState
 from workflows.engine.step_kinds.base import StepKind
 from workflows.engine.step_kinds.registry import step_kind
@@ -36,7 +37,9 @@ def _record(step: StepSpec, kind: StepKind, state: RunState, result: StepResult)
     state.enter(step.key)
     response = result.response or result.comment or ""
     # A decision tree only reads the facts: the step after it still sees the same ones.
-    state.record(step.key, response, overlay_facts=kind.overlays_facts)
+    seq = state.record(step.key, response, overlay_facts=kind.overlays_facts)
+    if result.hits is not None:
+        state.record_hits(seq)
     if result.decision is not None:
         state.record_decision(step.key, result.decision)
     if result.route_selection is not None:
@@ -44,7 +47,11 @@ def _record(step: StepSpec, kind: StepKind, state: RunState, result: StepResult)
 
 
 def _context(
-    step: StepSpec, state: RunState, result: StepResult, judge: Judge | None
+    step: StepSpec,
+    state: RunState,
+    result: StepResult,
+    judge: Judge | None,
+    hits_of: Callable[[int], Sequence[Citation]] | None,
 ) -> EvalContext:
     selection = state.last_route_selection
     evaluator = (step.validation or {}).get("judge") or step.actor
@@ -57,6 +64,10 @@ def _context(
         route_selection=tuple(selection) if selection is not None else None,
         judge=judge,
         default_evaluator=evaluator,
+        hits=result.hits,
+        # A step that searched nothing works with the run's latest hits (as `{sources}` does).
+        hits_seq=state.sources_seq if result.hits is None else None,
+        hits_of=hits_of,
     )
 
 
@@ -113,12 +124,15 @@ def decide(
     *,
     judge: Judge | None = None,
     actor_stats: Sequence[ActorStats] = (),
+    hits_of: Callable[[int], Sequence[Citation]] | None = None,
 ) -> Decision:
     """Record `result` in `state` and return where the run goes next.
 
     `judge(evaluator_alias, instruction, text)` answers `ai_evaluation` conditions; each
     (evaluator, instruction) is asked once per call. `actor_stats` informs the choice of
-    actor for RETRY_WITH_DIFFERENT_ACTOR without `params.alternative_actor`.
+    actor for RETRY_WITH_DIFFERENT_ACTOR without `params.alternative_actor`. `hits_of(seq)`
+    reads the hits of an earlier result, for the `retrieval` and `cites_source` conditions
+    of a step that searched no sources itself (asked only when one is evaluated).
     """
     if not graph.has_step(result.step_key):
         raise EngineError(f"unknown step '{result.step_key}'")
@@ -139,7 +153,7 @@ def decide(
         evaluations.append(evaluation)
         name, reason = (evaluation.branch, evaluation.reason) if move else (None, "")
     if move is None:
-        ctx = _context(step, state, result, judge)
+        ctx = _context(step, state, result, judge, hits_of)
         found = _first_branch(graph, step, state, ctx, actor_stats, evaluations)
         if found is not None:
             move, taken, reason = found

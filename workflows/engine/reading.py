@@ -11,7 +11,13 @@ from typing import Any
 
 from workflows.engine.checks import actor_alias_problem, listed
 from workflows.engine.errors import TemplateError
-from workflows.engine.templating import step_number, step_reference, template_names
+from workflows.engine.templating import (
+    SOURCES_NAME,
+    step_number,
+    step_reference,
+    step_sources_reference,
+    template_names,
+)
 
 
 class DocumentReader:
@@ -78,27 +84,34 @@ class DocumentReader:
             return None
         return str(value)
 
-    def check_template(self, template: str, path: str) -> None:
-        """Report a template that cannot be rendered or names what the recipe lacks."""
+    def check_template(self, template: str, path: str, *, hits: bool = True) -> None:
+        """Report a template that cannot be rendered or names what the recipe lacks.
+
+        Without `hits`, the template may not show the step's own hits (`{sources}`): a
+        search's query is rendered before there are any.
+        """
         try:
             names = template_names(template)
         except TemplateError as exc:
             self.error(path, exc.message)
             return
         for name in names:
+            if name == SOURCES_NAME and not hits:
+                self.error(path, "{sources} cannot be used here: the step has not searched yet")
+                continue
             problem = self._template_name_problem(name)
             if problem:
                 self.error(path, problem)
 
     def _template_name_problem(self, name: str) -> str | None:
-        if name == "feedback" or name in self.input_names:
+        if name in ("feedback", SOURCES_NAME) or name in self.input_names:
             return None
         number = step_number(name)
         if number is not None:
             if number <= self.step_count:
                 return None
             return f"unknown template name '{name}'; the recipe has {self.step_count} steps"
-        key = step_reference(name)
+        key = step_reference(name) or step_sources_reference(name)
         if key is not None:
             if key in self.keys:
                 return None

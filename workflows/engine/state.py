@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,6 +10,7 @@ from workflows.engine.answers import json_object
 from workflows.engine.errors import EngineError
 from workflows.engine.graph import RecipeGraph
 from workflows.engine.inputs import resolve_inputs
+from workflows.engine.sources import Citation, format_sources
 from workflows.engine.templating import TemplateContext
 from workflows.engine.vocabulary import DEFAULT_MAX_STEPS
 
@@ -34,6 +35,8 @@ class RunState:
       and the actor a RETRY_WITH_DIFFERENT_ACTOR chose for it.
     - `decisions` / `last_decision`: reviewers' decisions per human step and the latest one;
       `route_selections` / `last_route_selection` likewise for classify steps.
+    - `sources_seq`: the seq of the latest result that searched sources (its StepRun holds
+      the hits), None before any did.
     """
 
     inputs: dict[str, Any] = field(default_factory=dict)
@@ -53,6 +56,7 @@ class RunState:
     error_handled: bool = False
     repeating: str | None = None
     actor_override: str | None = None
+    sources_seq: int | None = None
 
     @classmethod
     def start(
@@ -106,6 +110,10 @@ class RunState:
         self.route_selections[step_key] = list(selection)
         self.last_route_selection = list(selection)
 
+    def record_hits(self, seq: int) -> None:
+        """Note that result `seq` searched sources: `{sources}` of later steps shows its hits."""
+        self.sources_seq = seq
+
     def retries_used(self, step_key: str, branch: str) -> int:
         """Return how often `branch` of `step_key` was taken in the step's current visit."""
         return self.retries.get((step_key, self.visits.get(step_key, 0), branch), 0)
@@ -118,14 +126,22 @@ class RunState:
     # -- reads ----------------------------------------------------------------------------
 
     def template_context(
-        self, step_key: str, answers: Callable[[int], str], feedback: str | None = None
+        self,
+        step_key: str,
+        answers: Callable[[int], str],
+        feedback: str | None = None,
+        *,
+        hits: Callable[[int], Sequence[Citation]] | None = None,
+        own_hits: Sequence[Citation] | None = None,
     ) -> TemplateContext:
         """Return the names `render` may substitute in the templates of `step_key`.
 
         Inputs by name; `stepN_response` (N is the step's position in the recipe) and
         `steps.KEY.response`, the step's latest answer, `answers(seq)`, or "" if it has not
-        run; `feedback`, the validator's feedback on a retry, or "". `answers` is asked only
-        for the answers a template names.
+        run; `feedback`, the validator's feedback on a retry, or "". `sources`: `own_hits`,
+        the step's own (when it searched), else the run's latest hits; `steps.KEY.sources` the
+        hits of KEY's latest result; each read as `hits(seq)`, formatted, "" when none.
+        `answers` and `hits` are asked only for what a template names.
         """
         if self.step_order and step_key not in self.step_order:
             raise EngineError(f"unknown step '{step_key}'")
@@ -134,7 +150,13 @@ class RunState:
             seq = self.latest_seq.get(key)
             return "" if seq is None else answers(seq)
 
-        return TemplateContext(self.inputs, self.step_order, answer, feedback or "")
+        def sources(key: str | None) -> str:
+            if key is None and own_hits is not None:
+                return format_sources(own_hits)
+            seq = self.sources_seq if key is None else self.latest_seq.get(key)
+            return "" if seq is None or hits is None else format_sources(hits(seq))
+
+        return TemplateContext(self.inputs, self.step_order, answer, feedback or "", sources)
 
     def last_answer(self, answers: Callable[[int], str]) -> str:
         """Return the answer of the run's latest result (any step's), or "" before the first."""
@@ -165,6 +187,7 @@ class RunState:
             "error_handled": self.error_handled,
             "repeating": self.repeating,
             "actor_override": self.actor_override,
+            "sources_seq": self.sources_seq,
         }
 
     @classmethod
@@ -202,6 +225,7 @@ class RunState:
             error_handled=bool(data.get("error_handled", False)),
             repeating=data.get("repeating"),
             actor_override=data.get("actor_override"),
+            sources_seq=int(data["sources_seq"]) if data.get("sources_seq") is not None else None,
         )
 
 

@@ -1,7 +1,9 @@
 """Render prompt templates by plain `{name}` substitution, and the names a run's templates use.
 
 Not `str.format` (which reaches attributes and indexes: `{x.__class__}`) and not Jinja (which
-runs code): a small tokenizer that knows three kinds of names and nothing else.
+runs code): a small tokenizer that knows four kinds of names and nothing else: inputs, step
+answers (`stepN_response`, `steps.KEY.response`), hits (`sources`, `steps.KEY.sources`) and
+`feedback`.
 """
 
 from __future__ import annotations
@@ -17,8 +19,12 @@ from workflows.engine.errors import TemplateError
 _TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _STEP_REFERENCE = re.compile(r"steps\.([A-Za-z0-9][A-Za-z0-9_-]*)\.response")
+_STEP_SOURCES = re.compile(r"steps\.([A-Za-z0-9][A-Za-z0-9_-]*)\.sources")
 _FORMAT_FIELD = re.compile(r"(\w+)((?:\.\w+|\[[^\]]*\])*)(![a-z])?(:.*)?", re.DOTALL)
 _STEP_NUMBER = re.compile(r"step([1-9][0-9]*)_response")
+
+# `{sources}`: the hits the step searched, else the run's latest (see `sources.py`).
+SOURCES_NAME = "sources"
 
 # A template is a tuple of literal strings and (placeholder,) one-tuples, in order.
 _Piece = str | tuple[str]
@@ -26,7 +32,11 @@ _Piece = str | tuple[str]
 
 def _refusal(name: str) -> str | None:
     """Return why `name` is not a placeholder we substitute, or None if it is one."""
-    if _IDENTIFIER.fullmatch(name) or _STEP_REFERENCE.fullmatch(name):
+    if (
+        _IDENTIFIER.fullmatch(name)
+        or _STEP_REFERENCE.fullmatch(name)
+        or _STEP_SOURCES.fullmatch(name)
+    ):
         return None
     if name == "":
         return "empty placeholder {}; write {{ and }} for literal braces"
@@ -97,6 +107,12 @@ def step_reference(name: str) -> str | None:
     return found.group(1) if found else None
 
 
+def step_sources_reference(name: str) -> str | None:
+    """Return KEY for a `steps.KEY.sources` name, or None for any other name."""
+    found = _STEP_SOURCES.fullmatch(name)
+    return found.group(1) if found else None
+
+
 def as_text(value: object) -> str:
     """Return the text a value is substituted as: strings as is, others as JSON."""
     if isinstance(value, str):
@@ -110,9 +126,10 @@ class TemplateContext(Mapping[str, object]):
     """The names a run's templates may use, each looked up only when a template uses it.
 
     Inputs by name; `stepN_response` (N is the step's position in `step_order`) and
-    `steps.KEY.response`, the step's latest answer as `answer(KEY)` gives it; `feedback`.
-    An answer is asked for only when a template names it: a run need not hold its answers
-    (the runner reads them from their StepRuns).
+    `steps.KEY.response`, the step's latest answer as `answer(KEY)` gives it; `feedback`;
+    `sources` and `steps.KEY.sources`, the hits as `sources(None)` / `sources(KEY)` format
+    them ("" without `sources`). An answer or a hit is asked for only when a template names
+    it: a run need not hold them (the runner reads them from their StepRuns).
     """
 
     def __init__(
@@ -121,12 +138,14 @@ class TemplateContext(Mapping[str, object]):
         step_order: Sequence[str],
         answer: Callable[[str], str],
         feedback: str = "",
+        sources: Callable[[str | None], str] | None = None,
     ) -> None:
         self._inputs = inputs
         self._order = step_order
         self._keys = frozenset(step_order)
         self._answer = answer
         self._feedback = feedback
+        self._sources = sources
 
     def _step_key(self, name: str) -> str | None:
         """Return the key of the step whose answer `name` stands for, or None."""
@@ -136,6 +155,13 @@ class TemplateContext(Mapping[str, object]):
         key = step_reference(name)
         return key if key in self._keys else None
 
+    def _sources_key(self, name: str) -> tuple[bool, str | None]:
+        """Return whether `name` shows hits, and whose: a step's key, or None for `sources`."""
+        if name == SOURCES_NAME:
+            return True, None
+        key = step_sources_reference(name)
+        return key in self._keys, key
+
     def __getitem__(self, name: str) -> object:
         # The step names shadow inputs of the same name, and `feedback` shadows both.
         if name == "feedback":
@@ -143,19 +169,28 @@ class TemplateContext(Mapping[str, object]):
         key = self._step_key(name)
         if key is not None:
             return self._answer(key)
+        shows, whose = self._sources_key(name)
+        if shows:
+            return self._sources(whose) if self._sources is not None else ""
         return self._inputs[name]
 
     def __contains__(self, name: object) -> bool:
         # Without asking for the answer, which Mapping's default (via __getitem__) would do.
         if not isinstance(name, str):
             return False
-        return name == "feedback" or self._step_key(name) is not None or name in self._inputs
+        return (
+            name == "feedback"
+            or self._step_key(name) is not None
+            or self._sources_key(name)[0]
+            or name in self._inputs
+        )
 
     def __iter__(self) -> Iterator[str]:
         names = dict.fromkeys(self._inputs)
         for number, key in enumerate(self._order, start=1):
             names[f"step{number}_response"] = names[f"steps.{key}.response"] = None
-        names["feedback"] = None
+            names[f"steps.{key}.sources"] = None
+        names["feedback"] = names[SOURCES_NAME] = None
         return iter(names)
 
     def __len__(self) -> int:

@@ -10,6 +10,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from workflows.engine.sources import (
+    DEFAULT_MIN_SCORE,
+    DEFAULT_MODE,
+    DEFAULT_TOP_K,
+    MAX_BASE_SLUG,
+    MAX_SOURCES,
+    MAX_TOP_K,
+    MODES,
+)
 from workflows.engine.step_kinds.registry import KIND_NAMES
 from workflows.engine.vocabulary import FORMAT, INPUT_TYPES
 
@@ -70,6 +79,16 @@ class Route(_Strict):
     always_active: bool = False
 
 
+class Source(_Strict):
+    """One knowledge base a step searches (the engine checks the slug and the query)."""
+
+    knowledge_base: str = Field(min_length=1, max_length=MAX_BASE_SLUG)
+    query: str = ""
+    top_k: int = Field(DEFAULT_TOP_K, ge=1, le=MAX_TOP_K)
+    min_score: float = Field(DEFAULT_MIN_SCORE, ge=0, le=1)
+    mode: Literal[MODES] = DEFAULT_MODE  # type: ignore[valid-type]
+
+
 class Step(_Strict):
     key: str = Field(min_length=1, max_length=100)
     name: str = Field(min_length=1, max_length=200)
@@ -91,6 +110,8 @@ class Step(_Strict):
     options: list[str] | None = None
     escalate_to: str | None = None
     material: str | None = None
+    # llm and retrieve
+    sources: list[Source] | None = Field(None, max_length=MAX_SOURCES)
 
 
 class RecipeDocument(_Strict):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from workflows.engine.answers import shorten
 from workflows.engine.content_type import detect_content_type
 from workflows.engine.regex import MAX_TEXT_CHARS, bounded, encode
 from workflows.engine.scoring import parse_score
+from workflows.engine.sources import Citation
 
 # A judge answers (evaluator alias, instruction, reviewed text) with the evaluator's raw reply.
 # Implementations should send `scoring.evaluation_prompt(instruction, text)` to the model.
@@ -23,6 +24,9 @@ class EvalContext:
 
     `scores` keeps each (evaluator, prompt) score so a judge is asked once per step result.
     Patterns read only the first `regex.MAX_TEXT_CHARS` characters of the text (`scanned`).
+    `hits` are the step's own (None: it searched no sources); for a step that searched none,
+    `found()` reads the run's latest hits, those of result `hits_seq`, through `hits_of`,
+    once, and only when a condition asks.
     """
 
     text: str
@@ -34,6 +38,9 @@ class EvalContext:
     judge: Judge | None = None
     default_evaluator: str | None = None
     scores: dict[tuple[str, str], tuple[float | None, str]] = field(default_factory=dict)
+    hits: Sequence[Citation] | None = None
+    hits_seq: int | None = None
+    hits_of: Callable[[int], Sequence[Citation]] | None = None
     _content_type: str | None = field(default=None, init=False, repr=False)
     _folded: str | None = field(default=None, init=False, repr=False)
     _words: int | None = field(default=None, init=False, repr=False)
@@ -72,6 +79,13 @@ class EvalContext:
         if self._words is None:
             self._words = len(self.text.split())
         return self._words
+
+    def found(self) -> Sequence[Citation] | None:
+        """Return the hits the step worked with: its own, else the run's latest; None if none."""
+        if self.hits is None and self.hits_seq is not None and self.hits_of is not None:
+            self.hits = tuple(self.hits_of(self.hits_seq))
+            self.hits_seq = None
+        return self.hits
 
     def score(self, evaluator: str, prompt: str) -> tuple[float | None, str]:
         """Return the evaluator's score for the text, or None and why there is none."""

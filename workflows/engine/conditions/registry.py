@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from workflows.engine.conditions import (
     ai_evaluation,
+    cites_source,
     content_type,
     default,
     execution_error,
@@ -16,6 +17,7 @@ from workflows.engine.conditions import (
     human_decision,
     length_check,
     pattern_match,
+    retrieval,
     route_selected,
 )
 from workflows.engine.conditions.base import ConditionType
@@ -32,6 +34,8 @@ TYPES: tuple[ConditionType, ...] = (
     field_compare.CONDITION_TYPE,
     content_type.CONDITION_TYPE,
     route_selected.CONDITION_TYPE,
+    retrieval.CONDITION_TYPE,
+    cites_source.CONDITION_TYPE,
     default.CONDITION_TYPE,
 )
 _BY_NAME: dict[str, ConditionType] = {

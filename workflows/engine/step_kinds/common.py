@@ -1,11 +1,29 @@
-"""The step fields several kinds share: actor, prompt, timeout."""
+"""The step fields several kinds share: actor, prompt, timeout, sources."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from workflows.engine.field_spec import FieldSpec
+from workflows.engine.reading import DocumentReader
+from workflows.engine.sources import (
+    DEFAULT_MIN_SCORE,
+    DEFAULT_MODE,
+    DEFAULT_TOP_K,
+    MAX_TOP_K,
+    SourceSpec,
+    source_problems,
+    sources_problem,
+)
 
 TIMEOUT = FieldSpec(
     "timeout_s", "Timeout (seconds)", "integer", help="How long the step may take; at least 1."
+)
+SOURCES_HELP = (
+    "JSON: a list of {knowledge_base, query, top_k, min_score, mode}: the knowledge bases "
+    f"searched (top_k 1 to {MAX_TOP_K}, default {DEFAULT_TOP_K}; min_score 0 to 1, default "
+    f"{DEFAULT_MIN_SCORE:g}; mode fulltext, semantic or hybrid, default {DEFAULT_MODE})."
 )
 
 
@@ -17,3 +35,40 @@ def actor(help_text: str) -> FieldSpec:
 def prompt(label: str, help_text: str = "") -> FieldSpec:
     """Return the spec of a kind's `prompt` template."""
     return FieldSpec("prompt", label, "template", help=help_text)
+
+
+def sources(help_text: str, *, required: bool = False) -> FieldSpec:
+    """Return the spec of a kind's `sources` (the knowledge bases it searches)."""
+    return FieldSpec(
+        "sources", "Sources", "text", required=required, help=f"{help_text} {SOURCES_HELP}"
+    )
+
+
+def read_sources(
+    doc: Mapping[str, Any], path: str, reader: DocumentReader, *, required: bool = False
+) -> tuple[SourceSpec, ...]:
+    """Read a step's `sources`: each search's base, query template, top_k, min_score, mode.
+
+    A query's template may name what the step's prompt may, except the hits themselves.
+    """
+    path = f"{path}.sources"
+    value = doc.get("sources")
+    if value is None or value == []:
+        if required:
+            reader.error(path, "is required: a list of at least one knowledge base to search")
+        return ()
+    problem = sources_problem(value)
+    if problem is not None:
+        reader.error(path, problem)
+        return ()
+    specs: list[SourceSpec] = []
+    for i, item in enumerate(value):
+        spec, problems = source_problems(item, f"{path}[{i}]")
+        for where, message in problems:
+            reader.error(where, message)
+        query = item.get("query") if isinstance(item, Mapping) else None
+        if isinstance(query, str):
+            reader.check_template(query, f"{path}[{i}].query", hits=False)
+        if spec is not None:
+            specs.append(spec)
+    return tuple(specs)

@@ -9,18 +9,26 @@ from workflows.engine.checks import is_int, is_number
 from workflows.engine.field_spec import FieldSpec
 from workflows.engine.reading import DocumentReader
 from workflows.engine.step_kinds.base import StepKind
-from workflows.engine.step_kinds.common import TIMEOUT, actor, prompt
+from workflows.engine.step_kinds.common import TIMEOUT, actor, prompt, read_sources, sources
 
 DEFAULT_THRESHOLD = 0.75
 DEFAULT_MAX_ATTEMPTS = 5
 
 
 def read_body(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> dict[str, Any]:
+    """Read the sources searched before the call, and the validation settings."""
+    return {
+        "sources": read_sources(doc, path, reader),
+        "validation": _validation(doc, path, reader),
+    }
+
+
+def _validation(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> Any:
     """Read the validation settings, defaults filled in (None: the step is not validated)."""
     path = f"{path}.validation"
     settings = reader.mapping(doc.get("validation"), path)
     if settings is None:
-        return {"validation": None}
+        return None
     threshold = settings.get("threshold", DEFAULT_THRESHOLD)
     if not is_number(threshold) or not 0 <= threshold <= 1:
         reader.error(f"{path}.threshold", f"must be a number from 0 to 1, got {threshold!r}")
@@ -31,13 +39,12 @@ def read_body(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> dict
         attempts = DEFAULT_MAX_ATTEMPTS
     judge = reader.actor_alias(settings.get("judge"), f"{path}.judge")
     fallback = reader.text(settings, "fallback", f"{path}.fallback") or ""
-    validation = {
+    return {
         "threshold": threshold,
         "max_attempts": attempts,
         "judge": judge,
         "fallback": fallback,
     }
-    return {"validation": validation}
 
 
 STEP_KIND = StepKind(
@@ -48,6 +55,10 @@ STEP_KIND = StepKind(
         actor("The model alias that answers."),
         prompt("Prompt"),
         TIMEOUT,
+        sources(
+            "Searched before the call; the prompt shows the hits where it names {sources}, "
+            "else under a Sources: heading at its end."
+        ),
         FieldSpec(
             "validation.threshold",
             "Validation threshold",

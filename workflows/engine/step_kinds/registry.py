@@ -7,7 +7,7 @@ that executes it (in `runner/steps/`, named in its `EXECUTORS`), and run
 
 from __future__ import annotations
 
-from workflows.engine.step_kinds import classify, decision_tree, human, llm
+from workflows.engine.step_kinds import classify, decision_tree, human, llm, retrieve
 from workflows.engine.step_kinds.base import StepKind
 
 KINDS: tuple[StepKind, ...] = (
@@ -15,6 +15,7 @@ KINDS: tuple[StepKind, ...] = (
     human.STEP_KIND,
     decision_tree.STEP_KIND,
     classify.STEP_KIND,
+    retrieve.STEP_KIND,
 )
 _BY_NAME: dict[str, StepKind] = {kind.name: kind for kind in KINDS}
 KIND_NAMES: tuple[str, ...] = tuple(_BY_NAME)

@@ -1,8 +1,13 @@
-"""Load the demo: scripted actors, the `editors` reviewer group, two users and the demo recipes.
+"""Load the demo: scripted actors, the `editors` reviewer group, two users, the demo recipes and
+a knowledge base of the project's documentation.
 
 Safe to run on every start: actors are updated in place, existing users keep their password
-(unless `--reset-password`), and a recipe is re-imported and re-published only when its file
-changed. Passwords are generated here and printed once; none is stored in the repository.
+(unless `--reset-password`), a recipe is re-imported and re-published only when its file
+changed, and a documentation file is indexed again only when it changed. Passwords are
+generated here and printed once; none is stored in the repository.
+
+The command lives in the knowledge app, the lowest layer that sees both recipes and knowledge
+bases (`workflows` may not import `knowledge`).
 """
 
 from __future__ import annotations
@@ -19,11 +24,19 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from knowledge import ingest
+from knowledge.convert import ConversionError
+from knowledge.models import Document, KnowledgeBase
 from workflows.adapters import document_from_recipe
 from workflows.demo import (
     DEMO_USERNAME,
+    DOCS_BASE_DESCRIPTION,
+    DOCS_BASE_NAME,
+    DOCS_BASE_SLUG,
+    EMBEDDER,
     REVIEWER_GROUP,
     REVIEWER_USERNAME,
+    docs_files,
     recipe_files,
 )
 from workflows.demo.actors import DEMO_ACTORS
@@ -32,7 +45,7 @@ from workflows.services import RecipeConflict, recipe_import, recipe_publish, re
 from workflows.validators import RecipeRejected
 
 # The demo user is staff so the admin opens; these apps' permissions let it see their models.
-STAFF_APPS = ("workflows", "runner")
+STAFF_APPS = ("workflows", "knowledge", "runner")
 PUBLISH_NOTE = "Published by seed_demo from {file}"
 
 
@@ -44,6 +57,7 @@ class Summary:
     actors_updated: list[str] = field(default_factory=list)
     users: list[str] = field(default_factory=list)
     recipes: list[str] = field(default_factory=list)
+    knowledge: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -77,6 +91,7 @@ class Command(BaseCommand):
                 self._seed_recipe(
                     path, owner=demo, group=group, summary=summary, reset=reset_recipes
                 )
+            self._seed_docs_base(owner=demo, group=group, summary=summary)
         self._print(summary)
 
     def _seed_actors(self, summary: Summary) -> None:
@@ -171,6 +186,58 @@ class Command(BaseCommand):
             state += f", v{latest.number}"
         summary.recipes.append(f"{recipe.slug} ({state})")
 
+    def _seed_docs_base(self, *, owner: AbstractBaseUser, group: Group, summary: Summary) -> None:
+        """Index the project's docs in the demo knowledge base, each file again when it changed.
+
+        Ingestion runs here rather than on a worker, so that the base is searchable as soon
+        as the command ends. The base's settings, once created, are the user's to change.
+        """
+        base = KnowledgeBase.objects.filter(slug=DOCS_BASE_SLUG).first()
+        if base is None:
+            base = ingest.create_base(
+                owner=owner,
+                slug=DOCS_BASE_SLUG,
+                name=DOCS_BASE_NAME,
+                description=DOCS_BASE_DESCRIPTION,
+                embedding_actor=Actor.objects.filter(name=EMBEDDER).first(),
+            )
+        elif base.owner_id != owner.pk:
+            summary.warnings.append(
+                f"knowledge base {DOCS_BASE_SLUG} belongs to another user: left as it is"
+            )
+            return
+        ingest.share_base(base, users=[], groups=[group])
+        added = 0
+        for path in docs_files():
+            try:
+                document, created = ingest.add_document(
+                    base, owner, path.name, path.read_bytes(), "text/markdown"
+                )
+            except ConversionError as exc:
+                summary.warnings.append(f"{DOCS_BASE_SLUG}: {path.name} not added: {exc}")
+                continue
+            if created:
+                added += 1
+                # The file changed: its earlier version goes.
+                for old in base.documents.filter(filename=document.filename).exclude(
+                    pk=document.pk
+                ):
+                    ingest.delete_document(old)
+            if document.status != Document.Status.READY:
+                if not created:
+                    ingest.requeue(Document.objects.filter(pk=document.pk))
+                ingest.ingest_document(document.pk)
+                document.refresh_from_db()
+            if document.status == Document.Status.FAILED:
+                summary.warnings.append(
+                    f"{DOCS_BASE_SLUG}: {path.name} not indexed: {document.error}"
+                )
+        documents = base.documents.count()
+        chunks = base.chunks.count()
+        summary.knowledge.append(
+            f"{DOCS_BASE_SLUG} ({documents} documents, {chunks} chunks; {added} indexed now)"
+        )
+
     def _print(self, summary: Summary) -> None:
         out = self.stdout
         out.write(
@@ -182,6 +249,9 @@ class Command(BaseCommand):
             out.write(self.style.SUCCESS(line) if "password:" in line else line)
         out.write(f"Demo recipes ({len(summary.recipes)}):")
         for line in summary.recipes:
+            out.write(f"  {line}")
+        out.write(f"Demo knowledge bases ({len(summary.knowledge)}):")
+        for line in summary.knowledge:
             out.write(f"  {line}")
         for warning in summary.warnings:
             out.write(self.style.WARNING(f"  warning: {warning}"))
