@@ -13,7 +13,13 @@ from runner.models import Run
 from runner.selectors import run_steps
 from workflows import engine
 from workflows.engine.errors import TemplateError
-from workflows.engine.templating import step_number, step_reference, template_names
+from workflows.engine.templating import (
+    SOURCES_NAME,
+    step_number,
+    step_reference,
+    step_sources_reference,
+    template_names,
+)
 from workflows.models import Actor, Recipe
 from workflows.validators import HUMAN_PREFIX, RecipeRejected, check_document
 
@@ -181,7 +187,14 @@ def names_in_scope(document: dict[str, Any], step_index: int) -> list[TemplateNa
             names.append(
                 TemplateName(f"steps.{step['key']}.response", f"latest response of {label}")
             )
+            if step.get("sources"):
+                names.append(
+                    TemplateName(f"steps.{step['key']}.sources", f"the hits {label} found")
+                )
     names.append(TemplateName("feedback", "the validator's feedback on a retry"))
+    names.append(
+        TemplateName(SOURCES_NAME, "this step's hits as numbered citations (else the latest hits)")
+    )
     return names
 
 
@@ -196,7 +209,12 @@ def unknown_template_names(document: dict[str, Any], prompt: str) -> list[str]:
     keys = {s["key"] for s in steps if isinstance(s.get("key"), str)}
     problems = []
     for name in used:
-        if name == "feedback" or name in inputs:
+        if name in ("feedback", SOURCES_NAME) or name in inputs:
+            continue
+        source_key = step_sources_reference(name)
+        if source_key is not None:
+            if source_key not in keys:
+                problems.append(f"{{{name}}}: there is no step '{source_key}'")
             continue
         number = step_number(name)
         if number is not None:

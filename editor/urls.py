@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from . import views
-from .views import editor, inbox, runs, testing, versions
+from .views import editor, inbox, knowledge, runs, testing, versions
 
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
@@ -26,6 +26,9 @@ urlpatterns = [
     path("recipes/<slug:slug>/panels/prompt/", editor.prompt_check, name="recipe-prompt-check"),
     path("recipes/<slug:slug>/panels/branch/", editor.branch_panel, name="recipe-branch-panel"),
     path("recipes/<slug:slug>/panels/recipe/", editor.recipe_panel, name="recipe-settings-panel"),
+    path(
+        "recipes/<slug:slug>/panels/sources/try/", knowledge.source_try, name="recipe-sources-try"
+    ),
     path("recipes/<slug:slug>/import/", editor.draft_import, name="recipe-draft-import"),
     path("recipes/<slug:slug>/versions/", versions.recipe_versions, name="recipe-versions"),
     path("recipes/<slug:slug>/versions/diff/", versions.version_diff, name="recipe-version-diff"),
@@ -44,5 +47,28 @@ urlpatterns = [
         "recipes/<slug:slug>/tests/<int:pk>/delete/",
         testing.recipe_test_remove,
         name="recipe-test-delete",
+    ),
+    path("knowledge/", knowledge.knowledge_list, name="knowledge-list"),
+    path("knowledge/<slug:slug>/", knowledge.knowledge_base, name="knowledge-base"),
+    path(
+        "knowledge/<slug:slug>/settings/", knowledge.knowledge_settings, name="knowledge-settings"
+    ),
+    path("knowledge/<slug:slug>/upload/", knowledge.knowledge_upload, name="knowledge-upload"),
+    path("knowledge/<slug:slug>/delete/", knowledge.knowledge_delete, name="knowledge-delete"),
+    path("knowledge/<slug:slug>/search/", knowledge.knowledge_search, name="knowledge-search"),
+    path(
+        "knowledge/<slug:slug>/documents/",
+        knowledge.knowledge_documents,
+        name="knowledge-documents",
+    ),
+    path(
+        "knowledge/<slug:slug>/documents/<int:pk>/",
+        knowledge.knowledge_document,
+        name="knowledge-document",
+    ),
+    path(
+        "knowledge/<slug:slug>/documents/<int:pk>/delete/",
+        knowledge.knowledge_document_delete,
+        name="knowledge-document-delete",
     ),
 ]

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from django import forms
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import ValidationError
 
 from workflows.validators import HUMAN_PREFIX
@@ -15,6 +16,8 @@ from ..catalog import kinds_taking, step_kinds
 from ..selectors import actor_choices, document_errors, human_references
 from .document import DocumentContext, errors_under
 from .fields import PrettyJSONField, normalise_newlines
+from .sources import PREFIX as SOURCES_PREFIX
+from .sources import BaseSourceFormSet, sources_formset
 
 STEP_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 # The fields of this form that only some step kinds hold (the catalog says which): shown and
@@ -100,17 +103,30 @@ class StepForm(forms.Form):
         "fallback": "fallback",
     }
 
-    def __init__(self, *args: Any, context: DocumentContext, index: int, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        context: DocumentContext,
+        index: int,
+        user: AbstractBaseUser | AnonymousUser | None = None,
+        **kwargs: Any,
+    ) -> None:
         self.context = context
         self.index = index
         self.original = copy.deepcopy(context.steps[index])
+        data = args[0] if args else None
+        # A post without the Sources rows (an older page, a script) leaves the sources as they are.
+        self.sources_posted = data is not None and f"{SOURCES_PREFIX}-TOTAL_FORMS" in data
+        self.sources: BaseSourceFormSet = sources_formset(
+            data if self.sources_posted else None, sources=self.original.get("sources"), user=user
+        )
         if not args or args[0] is None:
             kwargs.setdefault(
                 "initial", {**self.initial_from(self.original), "sequence": index + 1}
             )
         super().__init__(*args, **kwargs)
         self.fields["kind"].choices = [(k["kind"], k["label"]) for k in step_kinds()]
-        self.kind_only = {name: " ".join(kinds_taking(name)) for name in KIND_FIELDS}
+        self.kind_only = {name: " ".join(kinds_taking(name)) for name in (*KIND_FIELDS, "sources")}
         self.fields["sequence"] = forms.IntegerField(
             min_value=1,
             max_value=len(context.steps),
@@ -185,9 +201,19 @@ class StepForm(forms.Form):
         options = [o.strip() for o in raw.split(",") if o.strip()]
         return options or None
 
+    def _takes_sources(self, kind: str) -> bool:
+        return kind in self.kind_only["sources"].split()
+
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         if self.errors:
+            return data
+        if (
+            self.sources_posted
+            and self._takes_sources(data["kind"])
+            and not self.sources.is_valid()
+        ):
+            self.add_error(None, "A source is not right: see Sources.")
             return data
         for name, wanted, label in (
             ("tree", dict, "an object"),
@@ -221,6 +247,9 @@ class StepForm(forms.Form):
             if parts[:1] == ["branches"] or parts[:1] == ["position"]:
                 continue
             head = parts[0] if parts else ""
+            if head == "sources":
+                self._add_source_error(parts[1:], message)
+                continue
             if head == "validation" and len(parts) > 1:
                 target = self.VALIDATION_PATHS.get(parts[1])
             else:
@@ -231,12 +260,25 @@ class StepForm(forms.Form):
             self.result = step
         return data
 
+    def _add_source_error(self, parts: list[str], message: str) -> None:
+        """Show an engine error about `sources[i].field` on that row (and above the form)."""
+        index = int(parts[0]) if parts and parts[0].isdigit() else None
+        field = parts[1] if len(parts) > 1 else None
+        # The document's `sources[i]` is the i-th filled row: blank rows are not written.
+        rows = self.sources.written_rows() if self.sources_posted else []
+        if index is not None and index < len(rows) and field in rows[index].fields:
+            rows[index].add_error(field, message)
+            self.add_error(None, f"Source {self.sources.forms.index(rows[index]) + 1}: {message}")
+        else:
+            where = ".".join(parts)
+            self.add_error(None, f"sources{'.' + where if where else ''}: {message}")
+
     def _build_step(self, data: dict[str, Any]) -> dict[str, Any]:
         original = self.original
         step: dict[str, Any] = {
             k: v
             for k, v in original.items()
-            if k not in ("branches", "position", *self.FIELD_PATHS, "validation")
+            if k not in ("branches", "position", *self.FIELD_PATHS, "validation", "sources")
         }
         step.update({"key": data["key"], "name": data["name"], "kind": data["kind"]})
         actor = data.get("actor") or ""
@@ -262,6 +304,10 @@ class StepForm(forms.Form):
             if data.get("fallback") or "fallback" in old:
                 validation["fallback"] = data["fallback"]
             step["validation"] = validation
+        if self._takes_sources(data["kind"]):
+            sources = self.sources.sources() if self.sources_posted else original.get("sources")
+            if sources:
+                step["sources"] = sources
         for name in KIND_FIELDS:
             if data["kind"] not in self.kind_only[name].split():
                 continue

@@ -167,7 +167,9 @@ def step_panel(request: HttpRequest, slug: str) -> HttpResponse:
         return bad_request(exc)
     context = DocumentContext(document)
     applying = request.POST.get("apply") == "1"
-    form = StepForm(request.POST if applying else None, context=context, index=index)
+    form = StepForm(
+        request.POST if applying else None, context=context, index=index, user=request.user
+    )
     result = None
     if applying and form.is_valid() and form.result is not None:
         result = {

@@ -5,6 +5,7 @@
  * as one undoable change. The Recipe tab's form answers the same way.
  */
 import { clone, stepNodes } from "./recipe-graph.js";
+import { initSources } from "./sources.js";
 import * as store from "./store.js";
 import { showTab } from "./tabs.js";
 
@@ -145,6 +146,7 @@ function insertName(chip) {
 
 export function initPanels(config) {
   urls = config.urls;
+  initSources(panel);
   store.graph().on("select", "node, edge", (evt) => {
     const kind = evt.target.data("kind");
     if (kind === "step" || kind === "branch") openPanel(evt.target);
