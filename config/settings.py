@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import tempfile
 from pathlib import Path
 
@@ -90,6 +91,7 @@ INSTALLED_APPS = [
     "rules.apps.AutodiscoverRulesConfig",
     "workflows",
     "knowledge",
+    "tools",
     "runner",
     "editor",
 ]
@@ -215,6 +217,10 @@ RECIPE_MAX_BYTES = env.int("RECIPE_MAX_BYTES", default=1024 * 1024)
 KNOWLEDGE_MAX_UPLOAD_BYTES = env.int("KNOWLEDGE_MAX_UPLOAD_BYTES", default=20 * 1024 * 1024)
 if KNOWLEDGE_MAX_UPLOAD_BYTES < 1:
     raise ImproperlyConfigured("KNOWLEDGE_MAX_UPLOAD_BYTES is a number of bytes, at least 1")
+# The text a document converts to: a longer one is refused (a small file may unpack to a lot).
+KNOWLEDGE_MAX_TEXT_CHARS = env.int("KNOWLEDGE_MAX_TEXT_CHARS", default=5_000_000)
+if KNOWLEDGE_MAX_TEXT_CHARS < 1:
+    raise ImproperlyConfigured("KNOWLEDGE_MAX_TEXT_CHARS is a number of characters, at least 1")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -323,6 +329,16 @@ try:
 except URLRefused as exc:  # checked now, not at an actor's first write or call
     raise ImproperlyConfigured(f"PROVIDER_URL_ALLOWLIST: {exc}") from None
 
+# MCP tool servers. A stdio server runs one of these commands, named by staff, never typed
+# by them; the demo server ships with the code.
+MCP_STDIO_COMMANDS: dict[str, list[str]] = {
+    "demo": [sys.executable, "-m", "tools.demo_server"],
+}
+# A tool result's text is cut at this many characters (the call is flagged as truncated).
+TOOL_RESULT_MAX_CHARS = env.int("TOOL_RESULT_MAX_CHARS", default=100_000)
+if TOOL_RESULT_MAX_CHARS < 1:
+    raise ImproperlyConfigured("TOOL_RESULT_MAX_CHARS is a number of characters, at least 1")
+
 # Runs: bounded loops, leases and the periodic duties (see runner/advance.py).
 RUN_MAX_STEPS = env.int("RUN_MAX_STEPS", default=100)
 RUN_LEASE_SECONDS = env.int("RUN_LEASE_SECONDS", default=30)
@@ -348,7 +364,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"httpx": {"level": "WARNING"}},
+    "loggers": {"httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}},
 }
 
 if not DEBUG:

@@ -11,6 +11,7 @@ urlpatterns = [
     path("api/", include("runner.urls")),
     path("api/", include("workflows.urls")),
     path("api/", include("knowledge.urls")),
+    path("api/", include("tools.urls")),
     path("", include("editor.urls")),
 ]
 

@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from . import views
-from .views import editor, inbox, knowledge, runs, testing, versions
+from .views import editor, inbox, knowledge, runs, testing, tools, versions
 
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
@@ -28,6 +28,11 @@ urlpatterns = [
     path("recipes/<slug:slug>/panels/recipe/", editor.recipe_panel, name="recipe-settings-panel"),
     path(
         "recipes/<slug:slug>/panels/sources/try/", knowledge.source_try, name="recipe-sources-try"
+    ),
+    path(
+        "recipes/<slug:slug>/panels/tool-arguments/",
+        tools.tool_arguments,
+        name="recipe-tool-arguments",
     ),
     path("recipes/<slug:slug>/import/", editor.draft_import, name="recipe-draft-import"),
     path("recipes/<slug:slug>/versions/", versions.recipe_versions, name="recipe-versions"),

@@ -100,6 +100,11 @@ def _scripted(replies: tuple[str, ...]) -> Provider:
     return get_provider(config)
 
 
+def default_timeout(actor: ResolvedActor) -> float:
+    """Return how long a call of the actor may take when its step sets no timeout."""
+    return float(actor.config.timeout_s if actor.config else 60)
+
+
 def call(
     actor: ResolvedActor,
     prompt: str,
@@ -107,15 +112,22 @@ def call(
     call_index: int,
     timeout_s: float | None,
     on_token: Any = None,
+    messages: tuple[dict[str, Any], ...] | None = None,
+    tools: tuple[dict[str, Any], ...] | None = None,
 ) -> ChatResult:
-    """Ask an LLM actor once (the provider retries transient errors itself)."""
+    """Ask an LLM actor once (the provider retries transient errors itself).
+
+    `messages` and `tools` carry a tool loop's conversation and the functions on offer.
+    """
     provider = provider_for(actor)
     config = actor.config
     request = ChatRequest(
         prompt=prompt,
         model=config.model if config else "script",
         params=dict(config.params) if config else {},
-        timeout_s=float(timeout_s or (config.timeout_s if config else 60)),
+        timeout_s=float(timeout_s or default_timeout(actor)),
         call_index=call_index,
+        messages=messages,
+        tools=tools,
     )
     return provider.complete(request, on_token=on_token)

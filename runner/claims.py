@@ -69,6 +69,8 @@ class StepOutcome:
     human_group_id: int | None = None
     material: str = ""  # what reviewers read beside the question
     hits: tuple[engine.Citation, ...] | None = None  # what the step's sources found
+    # the calls the step made to tools (None: it could call none); kept in details too
+    tool_calls: tuple[dict[str, Any], ...] | None = None
 
 
 @dataclass

@@ -9,7 +9,9 @@ Messages sent to the browser, as JSON:
     {"type": "events", "events": [{"seq", "type", "at", "data"}, ...]}  every event after N,
         each once and in seq order: first replayed from RunEvent, then live;
     {"type": "replayed", "last": SEQ}  once, when the replay has caught up;
-    {"type": "token", "seq": STEP_SEQ, "text": "..."}  streamed text of a running step (not stored).
+    {"type": "token", "seq": STEP_SEQ, "text": "..."}  streamed text of a running step (not stored);
+    {"type": "tool_call", "data": STEP_TOOL_CALL}  a call a running step made to a tool (not
+        stored): the payload of `step.tool_call` in `runner.event_schema`.
 `/ws/reviews/`
     {"type": "tasks", "tasks": [TASK, ...]}  the open tasks of the user's groups, on connect;
     {"type": "task", "kind": "created" | "closed", "task": TASK}  then every change.
@@ -361,8 +363,14 @@ class RunEventsConsumer(_Consumer):
         async with self.send_lock:
             await self._forward(message)
 
+    # A tool call is pushed live like streamed text, and held back the same way during a replay.
+    run_tool_call = run_token
+
     async def _forward(self, message: dict[str, Any]) -> None:
         """Send a group message on; the caller holds the send lock."""
+        if message["type"] == "run.tool_call":
+            await self.send_json({"type": "tool_call", "data": message["event"]["data"]})
+            return
         if message["type"] == "run.token":
             data = message["event"]["data"]
             await self.send_json({"type": "token", "seq": data["seq"], "text": data["text"]})
@@ -486,6 +494,9 @@ class RunListConsumer(_Consumer):
 
     async def run_token(self, message: dict[str, Any]) -> None:
         """Streamed text is of no use to a list."""
+
+    async def run_tool_call(self, message: dict[str, Any]) -> None:
+        """Nor are a running step's tool calls."""
 
     @database_sync_to_async
     def _active_visible(self, ids: list[int]) -> list[tuple[int, str]]:

@@ -47,6 +47,16 @@ EVENT_SCHEMAS: dict[str, Schema] = {
         "attempt": int,
     },
     "step.token": {"seq": int, "text": str},  # streamed, never stored
+    "step.tool_call": {  # pushed as each call ends, never stored (details["tool_calls"] is)
+        "seq": int,
+        "tool": str,
+        "arguments": dict,
+        "result": str,
+        "is_error": bool,
+        "error": str | None,
+        "truncated": bool,
+        "latency_ms": int | None,
+    },
     "step.finished": {
         "seq": int,
         "step": str,

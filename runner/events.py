@@ -3,8 +3,8 @@
 An event is built here (`Event`, by the function named after its type; `runner.event_schema`
 lists each type's payload), stored as a RunEvent row in the same transaction as the state change
 it describes (only `rows` makes those rows), and pushed to the websockets' groups only after
-that transaction commits. Streamed tokens are the exception: they are pushed as they arrive and
-never stored (the finished step carries the text).
+that transaction commits. Streamed tokens and tool calls are the exception: they are pushed as
+they arrive and never stored (the finished step carries the text, and its calls in its details).
 """
 
 from __future__ import annotations
@@ -82,6 +82,23 @@ def step_started(
 def step_token(*, seq: int, text: str) -> Event:
     """Streamed text of a running step: pushed, never stored."""
     return Event("step.token", {"seq": seq, "text": text})
+
+
+def step_tool_call(*, seq: int, call: dict[str, Any]) -> Event:
+    """Build `step.tool_call`: one call a running step made to a tool (pushed, not stored)."""
+    return Event(
+        "step.tool_call",
+        {
+            "seq": seq,
+            "tool": str(call.get("tool", "")),
+            "arguments": call.get("arguments") or {},
+            "result": str(call.get("result", "")),
+            "is_error": bool(call.get("is_error")),
+            "error": call.get("error") or None,
+            "truncated": bool(call.get("truncated")),
+            "latency_ms": call.get("latency_ms"),
+        },
+    )
 
 
 def step_finished(step_run: StepRun) -> Event:
@@ -252,4 +269,14 @@ def push_token(run_id: int, seq: int, text: str) -> None:
     event = step_token(seq=seq, text=text)
     publisher.send(
         run_group(run_id), {"type": "run.token", "event": {"type": event.type, "data": event.data}}
+    )
+
+
+def push_tool_call(run_id: int, seq: int, call: dict[str, Any]) -> None:
+    """Push one tool call of a running step now (not stored; the finished step's details
+    carry every call)."""
+    event = step_tool_call(seq=seq, call=call)
+    publisher.send(
+        run_group(run_id),
+        {"type": "run.tool_call", "event": {"type": event.type, "data": event.data}},
     )

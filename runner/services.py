@@ -19,6 +19,7 @@ from .inputs import InputsInvalid, check_inputs
 from .models import Run
 from .status import TERMINAL, Outcome, RunStatus
 from .steps.sources import SCRIPT_PREFIX
+from .steps.tool_calls import SCRIPT_PREFIX as TOOL_SCRIPT_PREFIX
 from .versions import version_graph
 
 
@@ -36,7 +37,9 @@ def check_script(script: object, graph: engine.RecipeGraph) -> dict[str, Any] | 
     A reviewer alias answers with one of its steps' options (`revise: comment` carries a
     comment) or `@timeout`, so that a typo fails here, not as a decision nobody offered.
     `sources.STEPKEY` gives the hits of a step with sources, per execution, instead of its
-    searches: `[[{"document", "text", "score", "heading"?}, ...], ...]`.
+    searches: `[[{"document", "text", "score", "heading"?}, ...], ...]`. `tool.SERVER.TOOL`
+    answers the calls of a tool the recipe's steps call, in order (text or JSON; `@error: why`
+    fails a call), instead of its server.
     """
     if script is None:
         return None
@@ -54,6 +57,15 @@ def check_script(script: object, graph: engine.RecipeGraph) -> dict[str, Any] | 
             hits, problems = engine.read_script_hits(answers, f"script.{alias}")
             errors += problems
             checked[alias] = hits
+            continue
+        if alias not in aliases and alias.startswith(TOOL_SCRIPT_PREFIX):
+            tool = alias.removeprefix(TOOL_SCRIPT_PREFIX)
+            if tool not in {t for step in graph.steps for t in (step.tool, *step.tools) if t}:
+                errors.append(f"script.{alias}: no step of this recipe calls the tool '{tool}'")
+                continue
+            tool_answers, problems = engine.read_script_tool(answers, f"script.{alias}")
+            errors += problems
+            checked[alias] = tool_answers
             continue
         if alias not in aliases:
             errors.append(

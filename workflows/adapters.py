@@ -21,6 +21,11 @@ STEP_CONFIG_FIELDS = (
     "escalate_to",
     "material",
     "sources",
+    "tools",
+    "max_tool_calls",
+    "max_tool_seconds",
+    "tool",
+    "arguments",
 )
 
 

@@ -18,6 +18,7 @@ from .document import DocumentContext, errors_under
 from .fields import PrettyJSONField, normalise_newlines
 from .sources import PREFIX as SOURCES_PREFIX
 from .sources import BaseSourceFormSet, sources_formset
+from .tools import ToolSections
 
 STEP_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 # The fields of this form that only some step kinds hold (the catalog says which): shown and
@@ -31,6 +32,10 @@ KIND_FIELDS = (
     "bypass",
     "max_reclassify",
 )
+# The tools fields: written from the Tools sections (editor/forms/tools.py) for the kinds that
+# hold them, kept as they were when a post has no such section.
+LLM_TOOL_FIELDS = ("tools", "max_tool_calls", "max_tool_seconds")
+TOOL_STEP_FIELDS = ("tool", "arguments")
 
 
 def _new_alias(reference: str, taken: set[str]) -> str:
@@ -120,13 +125,17 @@ class StepForm(forms.Form):
         self.sources: BaseSourceFormSet = sources_formset(
             data if self.sources_posted else None, sources=self.original.get("sources"), user=user
         )
+        self.tools = ToolSections(data, step=self.original)
         if not args or args[0] is None:
             kwargs.setdefault(
                 "initial", {**self.initial_from(self.original), "sequence": index + 1}
             )
         super().__init__(*args, **kwargs)
         self.fields["kind"].choices = [(k["kind"], k["label"]) for k in step_kinds()]
-        self.kind_only = {name: " ".join(kinds_taking(name)) for name in (*KIND_FIELDS, "sources")}
+        self.kind_only = {
+            name: " ".join(kinds_taking(name))
+            for name in (*KIND_FIELDS, "sources", "tools", "arguments")
+        }
         self.fields["sequence"] = forms.IntegerField(
             min_value=1,
             max_value=len(context.steps),
@@ -204,6 +213,9 @@ class StepForm(forms.Form):
     def _takes_sources(self, kind: str) -> bool:
         return kind in self.kind_only["sources"].split()
 
+    def _takes(self, field: str, kind: str) -> bool:
+        return kind in self.kind_only[field].split()
+
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         if self.errors:
@@ -215,6 +227,13 @@ class StepForm(forms.Form):
         ):
             self.add_error(None, "A source is not right: see Sources.")
             return data
+        if self.tools.posted:
+            if self._takes("tools", data["kind"]) and not self.tools.llm_valid():
+                self.add_error(None, "A tool setting is not right: see Tools.")
+                return data
+            if self._takes("arguments", data["kind"]) and not self.tools.tool_valid():
+                self.add_error(None, "The tool or an argument is not right: see Tool call.")
+                return data
         for name, wanted, label in (
             ("tree", dict, "an object"),
             ("leaf_targets", dict, "an object of leaf name: step key"),
@@ -250,6 +269,9 @@ class StepForm(forms.Form):
             if head == "sources":
                 self._add_source_error(parts[1:], message)
                 continue
+            if head in (*LLM_TOOL_FIELDS, *TOOL_STEP_FIELDS):
+                self._add_tool_error(parts, message)
+                continue
             if head == "validation" and len(parts) > 1:
                 target = self.VALIDATION_PATHS.get(parts[1])
             else:
@@ -273,12 +295,52 @@ class StepForm(forms.Form):
             where = ".".join(parts)
             self.add_error(None, f"sources{'.' + where if where else ''}: {message}")
 
+    def _add_tool_error(self, parts: list[str], message: str) -> None:
+        """Show an engine error about a tools field on its field (and above the form)."""
+        head = parts[0].partition("[")[0]
+        where = ".".join(parts)
+        self.add_error(None, f"{where}: {message}")
+        if not self.tools.posted:
+            return
+        if head in LLM_TOOL_FIELDS:
+            self.tools.llm.add_error(head, message)
+        elif head == "tool":
+            self.tools.step.add_error("tool", message)
+        elif len(parts) > 1 and parts[1] in self.tools.arguments.fields:
+            self.tools.arguments.add_error(parts[1], message)
+
+    def _write_tools(self, step: dict[str, Any], kind: str) -> None:
+        original = self.original
+        for fields, field, section in (
+            (LLM_TOOL_FIELDS, "tools", "llm"),
+            (TOOL_STEP_FIELDS, "arguments", "tool"),
+        ):
+            if not self._takes(field, kind):
+                continue
+            if not self.tools.posted:
+                step.update({k: original[k] for k in fields if k in original})
+            elif section == "llm":
+                self.tools.llm.write(step, original)
+            else:
+                step["tool"] = self.tools.step.cleaned_data["tool"]
+                if arguments := self.tools.arguments.arguments():
+                    step["arguments"] = arguments
+
     def _build_step(self, data: dict[str, Any]) -> dict[str, Any]:
         original = self.original
         step: dict[str, Any] = {
             k: v
             for k, v in original.items()
-            if k not in ("branches", "position", *self.FIELD_PATHS, "validation", "sources")
+            if k
+            not in (
+                "branches",
+                "position",
+                *self.FIELD_PATHS,
+                "validation",
+                "sources",
+                *LLM_TOOL_FIELDS,
+                *TOOL_STEP_FIELDS,
+            )
         }
         step.update({"key": data["key"], "name": data["name"], "kind": data["kind"]})
         actor = data.get("actor") or ""
@@ -308,6 +370,7 @@ class StepForm(forms.Form):
             sources = self.sources.sources() if self.sources_posted else original.get("sources")
             if sources:
                 step["sources"] = sources
+        self._write_tools(step, data["kind"])
         for name in KIND_FIELDS:
             if data["kind"] not in self.kind_only[name].split():
                 continue

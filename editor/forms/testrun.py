@@ -15,6 +15,8 @@ from .fields import StorableJSONField, normalise_newlines
 SCRIPT_SEPARATOR = re.compile(r"^\s*---\s*$", re.MULTILINE)
 # A script's hits of a step with sources (`sources.STEPKEY`), and where its errors point.
 SCRIPT_HITS = "sources."
+# A script's answers of a tool (`tool.SERVER.TOOL`), given instead of calling its server.
+SCRIPT_TOOL = "tool."
 _HITS_ERROR = re.compile(r"sources\.([A-Za-z0-9][A-Za-z0-9_-]*)")
 
 
@@ -141,6 +143,26 @@ class TestRunForm(forms.Form):
                     '"heading"}]; [] finds nothing; the last repeats. Empty: search.',
                 )
                 self.searching.append(key)
+        # Tools the steps call: answers to give instead of calling their servers.
+        self.tools: list[str] = []
+        for step in steps:
+            if not isinstance(step, dict):
+                continue
+            named = step.get("tools") if isinstance(step.get("tools"), list) else []
+            named = [*named, step.get("tool")] if step.get("kind") == "tool" else named
+            for tool in named:
+                if isinstance(tool, str) and tool and tool not in self.tools:
+                    self.tools.append(tool)
+        for tool in self.tools:
+            self.fields[f"script_{SCRIPT_TOOL}{tool}"] = forms.CharField(
+                required=False,
+                strip=False,
+                label=f"Answers of tool {tool}",
+                widget=forms.Textarea(attrs={"rows": 2}),
+                help_text="Instead of calling the tool: one answer (text or JSON) per call, "
+                "blocks separated by a line of ---; the last repeats; '@error: why' fails "
+                "the call. Empty: call the tool's server.",
+            )
 
     @property
     def input_fields(self) -> list[forms.BoundField]:
@@ -149,6 +171,7 @@ class TestRunForm(forms.Form):
     @property
     def script_fields(self) -> list[forms.BoundField]:
         names = [a for a, _ in self.aliases] + [f"{SCRIPT_HITS}{k}" for k in self.searching]
+        names += [f"{SCRIPT_TOOL}{t}" for t in self.tools]
         return [self[f"script_{name}"] for name in names]
 
     def inputs(self) -> dict[str, Any]:
@@ -169,6 +192,10 @@ class TestRunForm(forms.Form):
             hits = self.cleaned_data.get(f"script_{SCRIPT_HITS}{key}")
             if hits not in (None, ""):
                 script[f"{SCRIPT_HITS}{key}"] = hits  # run_start checks them
+        for tool in self.tools:
+            answers = split_answers(self.cleaned_data.get(f"script_{SCRIPT_TOOL}{tool}") or "")
+            if answers:
+                script[f"{SCRIPT_TOOL}{tool}"] = answers
         return script
 
     def add_run_errors(self, errors: list[str]) -> None:
@@ -177,5 +204,7 @@ class TestRunForm(forms.Form):
             head, _, name = path.partition(".")
             if head == "script" and (hits := _HITS_ERROR.match(name)):
                 name, message = hits.group(0), f"{path}: {message}"
+            elif head == "script" and name.startswith(SCRIPT_TOOL) and "[" in name:
+                name, message = name.partition("[")[0], f"{path}: {message}"
             field = {"inputs": f"input_{name}", "script": f"script_{name}"}.get(head)
             self.add_error(field if field in self.fields else None, message or error)

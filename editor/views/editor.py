@@ -93,6 +93,7 @@ def editor_config(recipe: Recipe) -> dict[str, Any]:
             "stepPanel": reverse("recipe-step-panel", args=[slug]),
             "branchPanel": reverse("recipe-branch-panel", args=[slug]),
             "recipePanel": reverse("recipe-settings-panel", args=[slug]),
+            "toolArguments": reverse("recipe-tool-arguments", args=[slug]),
             "testrunPanel": reverse("recipe-testrun", args=[slug]),
             "testrunResult": reverse("recipe-testrun-result", args=[slug]),
             "tests": reverse("recipe-tests", args=[slug]),

@@ -12,6 +12,7 @@ from .base import (
     ProviderConfigError,
     ProviderError,
     ProviderTimeoutError,
+    ToolCallRequest,
 )
 from .registry import PROVIDERS, ActorConfig, get_provider
 from .urls import DEFAULT_ALLOWLIST, validate_base_url
@@ -26,6 +27,7 @@ __all__ = [
     "ProviderConfigError",
     "ProviderError",
     "ProviderTimeoutError",
+    "ToolCallRequest",
     "get_provider",
     "validate_base_url",
 ]

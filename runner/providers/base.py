@@ -16,7 +16,10 @@ class ChatRequest:
     ``timeout_s`` is the budget of the whole call, retries and backoff included: a provider
     returns or raises within it (plus a small margin), so a worker never hangs on a model.
     ``call_index`` counts how many times this actor alias was already called in the run;
-    scripted actors use it to pick their reply.
+    scripted actors use it to pick their reply. ``messages``, when given, is the whole
+    conversation in the OpenAI chat format (a tool loop's assistant ``tool_calls`` and
+    ``tool`` results) and replaces ``prompt``/``system``; ``tools`` are the functions the model
+    may call, as ``{"type": "function", "function": {"name", "description", "parameters"}}``.
     """
 
     prompt: str
@@ -25,6 +28,8 @@ class ChatRequest:
     params: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = 60
     call_index: int = 0
+    messages: tuple[dict[str, Any], ...] | None = None
+    tools: tuple[dict[str, Any], ...] | None = None
 
     def __post_init__(self) -> None:
         if not self.timeout_s > 0:
@@ -34,11 +39,25 @@ class ChatRequest:
 
 
 @dataclass(frozen=True)
+class ToolCallRequest:
+    """One call to a tool a model asked for: its id, the function's name, its arguments.
+
+    ``arguments`` is the JSON text the model wrote (it may not be valid JSON: the caller
+    tells the model so).
+    """
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
 class ChatResult:
     """Hold a model's full answer and what it cost.
 
     Token counts are None when the server did not report them. ``latency_ms`` covers the
-    whole call, retries included, because that is what the run waited for.
+    whole call, retries included, because that is what the run waited for. ``tool_calls``
+    are the tools the model asked to call instead of (or beside) answering.
     """
 
     text: str
@@ -46,6 +65,7 @@ class ChatResult:
     tokens_out: int | None
     latency_ms: int
     model: str
+    tool_calls: tuple[ToolCallRequest, ...] = ()
 
 
 class ProviderError(Exception):

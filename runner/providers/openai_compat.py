@@ -39,6 +39,7 @@ from .base import (
     ProviderError,
     ProviderTimeoutError,
     TokenCallback,
+    ToolCallRequest,
 )
 from .urls import DEFAULT_ALLOWLIST, check_base_url, connect_addresses, parse_allowlist
 
@@ -150,7 +151,7 @@ class OpenAICompatibleProvider:
             attempts += 1
             emitted = [0]
             try:
-                text, tokens_in, tokens_out, model = self._attempt(
+                text, tokens_in, tokens_out, model, calls = self._attempt(
                     request, on_token=on_token, deadline=deadline, emitted=emitted
                 )
             except _Failure as failure:
@@ -176,7 +177,9 @@ class OpenAICompatibleProvider:
                 self._sleep(delay)
                 continue
             latency_ms = int((time.monotonic() - started) * 1000)
-            return ChatResult(text, tokens_in, tokens_out, latency_ms, model or request.model)
+            return ChatResult(
+                text, tokens_in, tokens_out, latency_ms, model or request.model, calls
+            )
 
     # -- one attempt -------------------------------------------------------------------
 
@@ -187,15 +190,19 @@ class OpenAICompatibleProvider:
         on_token: TokenCallback | None,
         deadline: float,
         emitted: list[int],
-    ) -> tuple[str, int | None, int | None, str | None]:
+    ) -> tuple[str, int | None, int | None, str | None, tuple[ToolCallRequest, ...]]:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise _Failure("did not answer", retryable=True, kind="timeout")
-        streaming = on_token is not None
-        messages: list[dict[str, str]] = []
-        if request.system:
-            messages.append({"role": "system", "content": request.system})
-        messages.append({"role": "user", "content": request.prompt})
+        # A call that offers tools is not streamed: its answer may be tool calls, not text.
+        streaming = on_token is not None and not request.tools
+        messages: list[dict[str, Any]] = []
+        if request.messages is not None:
+            messages = list(request.messages)
+        else:
+            if request.system:
+                messages.append({"role": "system", "content": request.system})
+            messages.append({"role": "user", "content": request.prompt})
         transport = GuardedTransport(
             allowlist=self._allowlist,
             deadline=deadline,
@@ -226,6 +233,8 @@ class OpenAICompatibleProvider:
             extra: dict[str, Any] = {}
             if streaming:
                 extra["stream_options"] = {"include_usage": True}
+            if request.tools:
+                extra["tools"] = list(request.tools)
             try:
                 raw = client.chat.completions.with_raw_response.create(
                     model=request.model,
@@ -247,18 +256,18 @@ class OpenAICompatibleProvider:
             if streaming and "event-stream" in content_type:
                 stream = raw.parse()
                 assert isinstance(stream, openai.Stream)
-                return self._read_stream(stream, on_token, deadline, emitted)
+                return (*self._read_stream(stream, on_token, deadline, emitted), ())
             # Some compatible servers ignore "stream": read the plain answer, then hand it
             # over in one piece.
-            text, tokens_in, tokens_out, model = self._read_body(response, content_type)
+            text, tokens_in, tokens_out, model, calls = self._read_body(response, content_type)
             if on_token is not None and text:
                 emitted[0] += len(text)
                 on_token(text)
-            return text, tokens_in, tokens_out, model
+            return text, tokens_in, tokens_out, model, calls
 
     def _read_body(
         self, response: httpx.Response, content_type: str
-    ) -> tuple[str, int | None, int | None, str | None]:
+    ) -> tuple[str, int | None, int | None, str | None, tuple[ToolCallRequest, ...]]:
         try:
             body = response.read()
         except (httpx.HTTPError, BodyTooLarge, DeadlinePassed, ProviderError) as exc:
@@ -272,13 +281,13 @@ class OpenAICompatibleProvider:
                 detail=f"Content-Type {content_type or 'missing'}: "
                 + _excerpt(body.decode("utf-8", "replace")),
             ) from None
-        text, model = _completion_text(data)
+        text, model, calls = _completion_text(data)
         if len(text) > self.max_response_chars:
             raise _Failure(
                 f"response exceeded {self.max_response_chars} characters", retryable=False
             )
         tokens_in, tokens_out = _usage(data)
-        return text, tokens_in, tokens_out, model
+        return text, tokens_in, tokens_out, model, calls
 
     def _read_stream(
         self,
@@ -431,8 +440,9 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
         current = current.__cause__ or current.__context__
 
 
-def _completion_text(data: object) -> tuple[str, str | None]:
-    """Return a completion body's text and model, or raise a _Failure saying what is off."""
+def _completion_text(data: object) -> tuple[str, str | None, tuple[ToolCallRequest, ...]]:
+    """Return a completion body's text, model and tool calls, or raise a _Failure saying
+    what is off."""
     if not isinstance(data, dict):
         raise _Failure("answered with JSON that is not an object", retryable=False)
     choices = data.get("choices")
@@ -447,7 +457,40 @@ def _completion_text(data: object) -> tuple[str, str | None]:
     if not isinstance(message, dict) or not (content is None or isinstance(content, str)):
         raise _Failure("answered without a text message in choices[0]", retryable=False)
     model = data.get("model")
-    return content or "", model if isinstance(model, str) else None
+    calls = _tool_calls(message.get("tool_calls"))
+    return content or "", model if isinstance(model, str) else None, calls
+
+
+def _tool_calls(value: object) -> tuple[ToolCallRequest, ...]:
+    """Read a message's `tool_calls` (OpenAI format); raise a _Failure for a malformed one."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise _Failure("answered with tool_calls that are not a list", retryable=False)
+    calls: list[ToolCallRequest] = []
+    for i, call in enumerate(value):
+        function = _field(call, "function")
+        name = _field(function, "name")
+        arguments = _field(function, "arguments")
+        if not isinstance(name, str) or not name:
+            raise _Failure(f"answered with tool_calls[{i}] without a name", retryable=False)
+        if isinstance(arguments, dict):  # some servers (Ollama) send an object
+            arguments = json.dumps(arguments)
+        if arguments is None:
+            arguments = "{}"
+        if not isinstance(arguments, str):
+            raise _Failure(
+                f"answered with tool_calls[{i}] whose arguments are not text", retryable=False
+            )
+        call_id = _field(call, "id")
+        calls.append(
+            ToolCallRequest(
+                id=call_id if isinstance(call_id, str) and call_id else f"call_{i}",
+                name=name,
+                arguments=arguments,
+            )
+        )
+    return tuple(calls)
 
 
 def _chunk_delta(choices: list[Any]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -16,6 +17,7 @@ from .base import (
     ProviderError,
     ProviderTimeoutError,
     TokenCallback,
+    ToolCallRequest,
 )
 
 # Word pieces that join back into the exact reply, whitespace included.
@@ -89,6 +91,10 @@ class ScriptedProvider:
             )
         if delay_s:
             self._sleep(delay_s)
+        if text.startswith(TOOL_CALLS_PREFIX):
+            calls = _tool_calls(text.removeprefix(TOOL_CALLS_PREFIX), request.call_index)
+            latency_ms = int((time.monotonic() - started) * 1000)
+            return ChatResult("", None, None, latency_ms, request.model or self.name, calls)
         if on_token is not None:
             for word in _WORDS.findall(text):
                 on_token(word)
@@ -96,5 +102,29 @@ class ScriptedProvider:
         return ChatResult(text, None, None, latency_ms, request.model or self.name)
 
 
+def _tool_calls(listed: str, call_index: int) -> tuple[ToolCallRequest, ...]:
+    """Read a scripted reply's tool calls: a JSON list of {"name", "arguments"}."""
+    try:
+        data = json.loads(listed)
+    except ValueError as exc:
+        raise ProviderError(f"scripted tool calls are not JSON: {exc}", retryable=False) from None
+    if not isinstance(data, list) or not all(
+        isinstance(c, dict) and isinstance(c.get("name"), str) for c in data
+    ):
+        raise ProviderError(
+            'scripted tool calls must be a JSON list of {"name", "arguments"}', retryable=False
+        )
+    return tuple(
+        ToolCallRequest(
+            id=f"call_{call_index}_{i}",
+            name=c["name"],
+            arguments=json.dumps(c.get("arguments") or {}),
+        )
+        for i, c in enumerate(data)
+    )
+
+
 FAIL_PREFIX = "@error"
+# A reply that asks for tool calls: `@tool_calls: [{"name": "SERVER.TOOL", "arguments": {}}]`.
+TOOL_CALLS_PREFIX = "@tool_calls:"
 TIMEOUT_REPLY = "@timeout"

@@ -21,14 +21,14 @@ from workflows import engine
 from ..claims import Claim, StepOutcome
 from ..outages import DATABASE_ERRORS
 from ..status import StepStatus
-from . import classify, decision_tree, human, llm, retrieve
+from . import classify, decision_tree, human, llm, retrieve, tool
 from .actor_stats import actor_stats
 from .session import Session
 
 log = logging.getLogger(__name__)
 
 EXECUTORS: dict[str, Callable[[Session], StepOutcome]] = {
-    kind.KIND: kind.execute for kind in (llm, human, decision_tree, classify, retrieve)
+    kind.KIND: kind.execute for kind in (llm, human, decision_tree, classify, retrieve, tool)
 }
 
 
@@ -66,6 +66,7 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
         route_selection=outcome.route_selection,
         leaf=outcome.leaf,
         hits=outcome.hits,
+        tool_calls=outcome.tool_calls,
     )
     decision = engine.decide(
         claim.graph,

@@ -1,6 +1,8 @@
 """LLM steps: ask the step's actor the rendered prompt, through the validation loop if set.
 
-A step with `sources` searches them first (`sources.py`); its prompt shows the hits.
+A step with `sources` searches them first (`sources.py`); its prompt shows the hits. A step
+with `tools` answers through the tool loop (`tool_loop.py`); its calls are kept in
+`details["tool_calls"]`.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from ..providers import ProviderError, ProviderTimeoutError
 from ..status import StepStatus
 from .session import Session, TokenStreamer
 from .sources import Retrieval, SourcesFailed, retrieve
+from .tool_calls import ToolCallLog
+from .tool_loop import ToolLoopFailed, run_tool_loop
 
 KIND = "llm"
 
@@ -31,17 +35,19 @@ def execute(session: Session) -> StepOutcome:
         outcome.status, outcome.error = StepStatus.FAILED, str(exc)
         return outcome
     streamer = TokenStreamer(claim.run_id, claim.seq)
+    log = ToolCallLog(claim.run_id, claim.seq) if step.tools else None
     began = time.monotonic()
     try:
         outcome.actor_name = session.resolve(alias).name
         if step.validation:
-            _validate(session, alias, outcome, streamer)
+            _validate(session, alias, outcome, streamer, log)
         else:
-            result = session.ask(
-                alias, outcome.prompt, timeout_s=step.timeout_s, on_token=streamer.add
+            text, outcome.tokens_in, outcome.tokens_out = _answer(
+                session, alias, outcome.prompt, streamer, log
             )
-            outcome.response = result.text
-            outcome.tokens_in, outcome.tokens_out = result.tokens_in, result.tokens_out
+            outcome.response = text
+    except ToolLoopFailed as exc:
+        outcome.status, outcome.error = StepStatus.FAILED, str(exc)
     except ProviderError as exc:
         outcome.status = StepStatus.FAILED
         outcome.error = str(exc)
@@ -49,7 +55,23 @@ def execute(session: Session) -> StepOutcome:
         if outcome.timed_out:
             outcome.status = StepStatus.TIMED_OUT
     outcome.latency_ms = int((time.monotonic() - began) * 1000)
+    if log is not None:
+        outcome.details["tool_calls"] = log.calls
+        outcome.tool_calls = tuple(log.calls)
     return outcome
+
+
+def _answer(
+    session: Session, alias: str, prompt: str, streamer: TokenStreamer, log: ToolCallLog | None
+) -> tuple[str, int | None, int | None]:
+    """Ask the model once, or through the tool loop when the step offers tools; return its
+    answer and the tokens it cost."""
+    if log is not None:
+        looped = run_tool_loop(session, alias, prompt, log, on_token=streamer.add)
+        return looped.text, looped.tokens_in, looped.tokens_out
+    step = session.claim.step
+    result = session.ask(alias, prompt, timeout_s=step.timeout_s, on_token=streamer.add)
+    return result.text, result.tokens_in, result.tokens_out
 
 
 def _search(session: Session, outcome: StepOutcome) -> None:
@@ -67,7 +89,13 @@ def _search(session: Session, outcome: StepOutcome) -> None:
     session.hits = outcome.hits = retrieval.hits
 
 
-def _validate(session: Session, alias: str, outcome: StepOutcome, streamer: TokenStreamer) -> None:
+def _validate(
+    session: Session,
+    alias: str,
+    outcome: StepOutcome,
+    streamer: TokenStreamer,
+    log: ToolCallLog | None,
+) -> None:
     """Answer through the validation loop: a judge scores each answer, feedback asks again."""
     step = session.claim.step
     settings_ = step.validation or {}
@@ -78,10 +106,10 @@ def _validate(session: Session, alias: str, outcome: StepOutcome, streamer: Toke
         prompt = session.prompt(feedback)
         if feedback and "{feedback}" not in step.prompt:
             prompt += f"\n\nFeedback on your previous answer: {feedback}"
-        result = session.ask(alias, prompt, timeout_s=step.timeout_s, on_token=streamer.add)
-        tokens["in"] += result.tokens_in or 0
-        tokens["out"] += result.tokens_out or 0
-        return result.text
+        text, tokens_in, tokens_out = _answer(session, alias, prompt, streamer, log)
+        tokens["in"] += tokens_in or 0
+        tokens["out"] += tokens_out or 0
+        return text
 
     validated = engine.run_validation_loop(
         generate,

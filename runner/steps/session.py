@@ -109,11 +109,24 @@ class Session:
         return index
 
     def ask(
-        self, alias: str, prompt: str, *, timeout_s: float | None = None, on_token: Any = None
+        self,
+        alias: str,
+        prompt: str,
+        *,
+        timeout_s: float | None = None,
+        on_token: Any = None,
+        messages: tuple[dict[str, Any], ...] | None = None,
+        tools: tuple[dict[str, Any], ...] | None = None,
     ) -> ChatResult:
         actor = self.resolve(alias)
         return actors.call(
-            actor, prompt, call_index=self.next_call(alias), timeout_s=timeout_s, on_token=on_token
+            actor,
+            prompt,
+            call_index=self.next_call(alias),
+            timeout_s=timeout_s,
+            on_token=on_token,
+            messages=messages,
+            tools=tools,
         )
 
     def judge(self, evaluator: str, prompt: str, text: str) -> str:

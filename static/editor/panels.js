@@ -6,6 +6,7 @@
  */
 import { clone, stepNodes } from "./recipe-graph.js";
 import { initSources } from "./sources.js";
+import { initTools } from "./tools.js";
 import * as store from "./store.js";
 import { showTab } from "./tabs.js";
 
@@ -147,6 +148,7 @@ function insertName(chip) {
 export function initPanels(config) {
   urls = config.urls;
   initSources(panel);
+  initTools(panel, urls);
   store.graph().on("select", "node, edge", (evt) => {
     const kind = evt.target.data("kind");
     if (kind === "step" || kind === "branch") openPanel(evt.target);

@@ -70,6 +70,66 @@ function appendToken(seq, text) {
   if (card.hasAttribute("data-running") && stream) stream.append(document.createTextNode(text));
 }
 
+// --- tool calls, live ------------------------------------------------------------------------
+
+/** Return the tool-calls list of a card, adding the section (as _tool_calls.html draws it). */
+function toolCallList(card) {
+  let section = card.querySelector("[data-tool-calls]");
+  if (!section) {
+    section = el("section", "tool-calls");
+    section.dataset.toolCalls = "";
+    section.setAttribute("aria-label", `Tool calls of step ${card.dataset.seq}`);
+    const heading = el("h3", "", "Tool calls ");
+    const count = el("span", "muted", "(0)");
+    count.dataset.toolCallCount = "";
+    heading.append(count);
+    section.append(heading, el("ol", "tool-call-list"));
+    const stream = card.querySelector("[data-stream]");
+    card.insertBefore(section, stream || null);
+  }
+  return section.querySelector(".tool-call-list");
+}
+
+function jsonText(value) {
+  try {
+    return JSON.stringify(value === undefined ? {} : value, null, 2);
+  } catch {
+    return String(value);
+  }
+}
+
+/** Show one call of a running step's tool loop (`step.tool_call`): text only, never HTML. */
+function addToolCall(data) {
+  const card = document.getElementById(`step-${data.seq}`) || startedCard({ seq: data.seq, step: "", kind: "" });
+  const list = toolCallList(card);
+  const failed = Boolean(data.is_error || data.error);
+  const item = el("li", failed ? "tool-call-item failed" : "tool-call-item");
+  const details = el("details");
+  const summary = el("summary");
+  summary.append(el("code", "tool-name", data.tool || "?"), " ");
+  summary.append(el("span", failed ? "badge failed" : "badge succeeded", failed ? "error" : "ok"));
+  if (data.latency_ms !== undefined && data.latency_ms !== null) {
+    summary.append(" ", el("span", "muted latency", `${data.latency_ms} ms`));
+  }
+  if (data.truncated) {
+    const badge = el("span", "badge truncated", "truncated");
+    badge.title = "The result was longer than the limit and was cut.";
+    summary.append(" ", badge);
+  }
+  const body = el("div", "tool-call-body");
+  body.append(el("p", "muted", "Arguments"), el("pre", "text arguments", jsonText(data.arguments)));
+  if (data.error) body.append(el("p", "error", data.error));
+  if (data.result) {
+    body.append(el("p", "muted", data.is_error ? "Error from the tool" : "Result"));
+    body.append(el("pre", "text result", data.result));
+  }
+  details.append(summary, body);
+  item.append(details);
+  list.append(item);
+  const count = card.querySelector("[data-tool-call-count]");
+  if (count) count.textContent = `(${list.children.length})`;
+}
+
 // One request at a time per piece of the page; a change that comes in meanwhile asks once more,
 // so a slow older answer never overwrites a newer one.
 const refreshing = new Map();
@@ -256,6 +316,7 @@ if (TERMINAL.includes(config.status)) {
     after: config.after,
     onEvents,
     onToken: appendToken,
+    onToolCall: addToolCall,
     onState(state) {
       if (state === "open") setLive("Live: changes appear as they happen.");
       else if (state === "reconnecting") setLive("Connection lost; reconnecting…");

@@ -2,7 +2,7 @@
  * socket.js: the websockets of runner/consumers.py, reconnecting with back-off.
  *
  *   new LiveSocket(path, {onMessage, onOpen, onState}).open()
- *   new RunSocket(runId, {after, onEvents, onToken, onReplayed, onState}).open()
+ *   new RunSocket(runId, {after, onEvents, onToken, onToolCall, onReplayed, onState}).open()
  *
  * RunSocket hands over every run event once and in seq order, and resumes after the last one it
  * saw when the connection comes back (/ws/runs/{id}/?after=N replays from the event log).
@@ -69,7 +69,7 @@ export class LiveSocket {
 }
 
 export class RunSocket {
-  constructor(runId, { after = 0, onEvents, onToken, onReplayed, onState } = {}) {
+  constructor(runId, { after = 0, onEvents, onToken, onToolCall, onReplayed, onState } = {}) {
     this.last = after;
     const events = onEvents || (() => {});
     this.socket = new LiveSocket(() => `/ws/runs/${encodeURIComponent(runId)}/?after=${this.last}`, {
@@ -82,6 +82,9 @@ export class RunSocket {
           events(fresh);
         } else if (message.type === "token") {
           if (onToken) onToken(message.seq, message.text);
+        } else if (message.type === "tool_call") {
+          // A call of the running step's tool loop: pushed live, not in the event log.
+          if (onToolCall && message.data) onToolCall(message.data);
         } else if (message.type === "replayed") {
           if (onReplayed) onReplayed(message.last);
         }

@@ -140,6 +140,9 @@ def test_it_lists_every_condition_type_with_its_operators_fields_and_summary() -
         "route_selected",
         "retrieval",
         "cites_source",
+        "tool_called",
+        "tool_error",
+        "tool_result",
         "default",
     ]
     assert conditions["field_compare"]["aliases"] == ["check_count"]
@@ -177,6 +180,7 @@ def test_it_lists_the_combinators_step_kinds_and_actions() -> None:
         "decision_tree",
         "classify",
         "retrieve",
+        "tool",
     ]
     for kind in published["steps"]:
         assert kind["label"] and kind["help"]

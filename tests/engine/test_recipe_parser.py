@@ -314,7 +314,7 @@ BAD_DOCUMENTS: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] =
         lambda d: _set(_first(d), kind="robot"),
         [
             "steps[0].kind: unknown step kind 'robot'; expected one of: classify, decision_tree, human, llm, "
-            "retrieve",
+            "retrieve, tool",
         ],
     ),
     (
@@ -366,7 +366,7 @@ BAD_DOCUMENTS: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] =
             f"{P}.when.type: unknown condition type 'vibes'; expected one of: ai_evaluation, and, "
             "check_count, cites_source, content_type, default, execution_error, execution_timeout, "
             "field_compare, human_decision, length_check, not, or, pattern_match, retrieval, "
-            "route_selected"
+            "route_selected, tool_called, tool_error, tool_result"
         ],
     ),
     ("no when", lambda d: _first(d)["branches"][0].pop("when"), [f"{P}.when: is required"]),

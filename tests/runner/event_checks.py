@@ -22,7 +22,7 @@ def events_match_their_schema(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
     """Fail the test if an event it recorded (through `events.rows`) or streamed (through
     `events.step_token`) does not match `runner.event_schema`."""
     problems: list[str] = []
-    make_rows, make_token = events.rows, events.step_token
+    make_rows, make_token, make_tool_call = events.rows, events.step_token, events.step_tool_call
 
     @wraps(make_rows)
     def checked_rows(run_id: int, recorded: Iterable[events.Event], **kwargs: Any) -> Any:
@@ -37,7 +37,14 @@ def events_match_their_schema(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
         problems.extend(event_problems(event))
         return event
 
+    @wraps(make_tool_call)
+    def checked_tool_call(**kwargs: Any) -> events.Event:
+        event = make_tool_call(**kwargs)
+        problems.extend(event_problems(event))
+        return event
+
     monkeypatch.setattr(events, "rows", checked_rows)
+    monkeypatch.setattr(events, "step_tool_call", checked_tool_call)
     monkeypatch.setattr(events, "step_token", checked_token)
     yield
     assert not problems, "events that do not match runner.event_schema:\n" + "\n".join(problems)

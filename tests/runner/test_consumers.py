@@ -292,6 +292,27 @@ async def test_it_passes_streamed_tokens_on(story_recipe: Recipe, owner: Any) ->
     await communicator.disconnect()
 
 
+async def test_it_passes_a_running_steps_tool_calls_on(story_recipe: Recipe, owner: Any) -> None:
+    run = await sync_to_async(new_run)(story_recipe, owner)
+    communicator = await watch_run(run, owner)
+    call = {
+        "tool": "demo.add",
+        "arguments": {"a": 2, "b": 3},
+        "result": "5.0",
+        "is_error": False,
+        "truncated": False,
+        "latency_ms": 12,
+    }
+
+    await sync_to_async(events.push_tool_call)(run.pk, 1, call)
+
+    assert await communicator.receive_json_from(timeout=5) == {
+        "type": "tool_call",
+        "data": {"seq": 1, **call, "error": None},
+    }
+    await communicator.disconnect()
+
+
 # --- reviewers' tasks --------------------------------------------------------------------------
 
 

@@ -91,6 +91,18 @@ BUILT: dict[str, Callable[[], events.Event]] = {
         seq=1, step="write", name="Write", kind="llm", actor="writer", attempt=1
     ),
     "step_token": lambda: events.step_token(seq=1, text="Once"),
+    "step_tool_call": lambda: events.step_tool_call(
+        seq=1,
+        call={
+            "tool": "demo.add",
+            "arguments": {"a": 2},
+            "result": "",
+            "is_error": True,
+            "error": "server down",
+            "truncated": False,
+            "latency_ms": 3,
+        },
+    ),
     "step_finished": lambda: events.step_finished(a_step_run()),
     "branch_evaluated": lambda: events.branch_evaluated(
         seq=2,

@@ -50,6 +50,7 @@ SLUGS = {
     "first-1000-primes",
     "document-routing",
     "answer-with-citations",
+    "calculate-with-tools",
 }
 
 

@@ -86,7 +86,7 @@ DOCUMENT_ERRORS: list[tuple[str, Mutation, str]] = [
     (
         "unknown step kind",
         with_step(kind="poem"),
-        "steps[0].kind: Input should be 'llm', 'human', 'decision_tree', 'classify' or 'retrieve'",
+        "steps[0].kind: Input should be 'llm', 'human', 'decision_tree', 'classify', 'retrieve' or 'tool'",
     ),
     (
         "input of unknown type",

@@ -497,6 +497,28 @@ EMBEDDER: dict[str, Any] = {
     "config": {"replies": ["I embed the demo knowledge base; I do not answer questions."]},
 }
 
+# Explains a sum with the demo MCP server's tools (calculate-with-tools): it asks for one
+# multiplication, then answers once the loop has sent the tool's result back to it.
+CALCULATED_ANSWER = "The sum is worked out above, and the multiply tool says 2 times 21 is 42."
+CALCULATOR: dict[str, Any] = {
+    "name": "demo-calculator",
+    "provider": "scripted",
+    "model": "demo-calculator",
+    "config": {
+        "rules": [
+            # The tool loop sends the tool's result back as a `tool` message: the prompt is the
+            # same each time, so the reply is chosen by the call's number in the run.
+            {"match": "^Say in one sentence", "reply": "That sum is too big for this demo."},
+            {"match": "^Say that the calculator", "reply": "Sorry: the calculator failed."},
+        ],
+        "replies": [
+            '@tool_calls: [{"name": "demo.multiply", "arguments": {"a": 2, "b": 21}}]',
+            CALCULATED_ANSWER,
+        ],
+        "delay_ms": MODEL_DELAY_MS,
+    },
+}
+
 OLLAMA_BASE_URL = "http://127.0.0.1:11434/v1"
 
 
@@ -526,6 +548,7 @@ DEMO_ACTORS: list[dict[str, Any]] = [
         CLERK,
         LIBRARIAN,
         EMBEDDER,
+        CALCULATOR,
         _ollama("llama3.2:latest"),
         _ollama("qwen3:latest"),
     )

@@ -4,7 +4,8 @@ It parses recipes (format v1) into graphs (`recipe_parser`), evaluates branch co
 (`conditions/`, one module per condition type), renders templates, walks decision trees,
 classifies against routes (`classification`), runs the validation loop (`self_check`) and
 decides where a run goes after each step (`next_step`), a failed step included; it reads a
-step's data sources and numbers their hits as citations (`sources`). Step kinds are
+step's data sources and numbers their hits as citations (`sources`), and a step's tools and
+the calls it made to them (`tools`). Step kinds are
 in `step_kinds/`; `catalog()` publishes both registries for the editor. The runner and the
 recipe apps translate its errors at their edge.
 """
@@ -69,6 +70,8 @@ from workflows.engine.step_kinds.registry import DEFAULT_KIND as DEFAULT_STEP_KI
 from workflows.engine.step_kinds.registry import KINDS as STEP_KINDS
 from workflows.engine.step_kinds.registry import step_kind
 from workflows.engine.templating import SOURCES_NAME, render, template_names
+from workflows.engine.tools import read_script_tool, tool_name_problem
+from workflows.engine.tools import scripted_failure as tool_script_failure
 
 __all__ = [
     "CONDITION_KEYS",
@@ -127,12 +130,15 @@ __all__ = [
     "parse_recipe",
     "parse_score",
     "read_script_hits",
+    "read_script_tool",
     "render",
     "resolve_inputs",
     "rule_score",
     "run_validation_loop",
     "step_kind",
     "template_names",
+    "tool_name_problem",
+    "tool_script_failure",
     "validate_tree",
     "value_text",
 ]

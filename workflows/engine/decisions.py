@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from workflows.engine.actions import DecisionKind
 from workflows.engine.sources import Citation
@@ -15,7 +17,8 @@ class StepResult:
     `decision` is a human step's choice (its `response` or `comment` is the reviewer's
     comment); `route_selection` the routes a classify step selected; `leaf` the leaf a
     decision-tree step reached (None: `decide` walks the tree itself); `hits` what the step's
-    `sources` found, numbered (None: it searched none).
+    `sources` found, numbered (None: it searched none); `tool_calls` the calls it made to
+    tools, as `StepRun.details["tool_calls"]` stores them (None: it could call none).
     """
 
     step_key: str
@@ -27,6 +30,7 @@ class StepResult:
     route_selection: tuple[str, ...] | None = None
     leaf: str | None = None
     hits: tuple[Citation, ...] | None = None
+    tool_calls: Sequence[Mapping[str, Any]] | None = None
 
 
 # Evaluation and Decision are built on every step, ten at a time: plain slotted dataclasses

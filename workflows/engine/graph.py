@@ -8,6 +8,7 @@ from typing import Any
 
 from workflows.engine.classification import Route
 from workflows.engine.sources import SourceSpec
+from workflows.engine.tools import DEFAULT_MAX_TOOL_CALLS, DEFAULT_MAX_TOOL_SECONDS
 from workflows.engine.vocabulary import DEFAULT_HUMAN_OPTIONS, DEFAULT_MAX_RECLASSIFY
 
 
@@ -76,6 +77,13 @@ class StepSpec:
     escalate_to: str | None = None
     # llm and retrieve: the knowledge bases searched before the call (retrieve: instead of one)
     sources: tuple[SourceSpec, ...] = ()
+    # llm: the tools (SERVER.TOOL) its model may call, and the loop's bounds
+    tools: tuple[str, ...] = ()
+    max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
+    max_tool_seconds: int = DEFAULT_MAX_TOOL_SECONDS
+    # tool: the one it calls, and each argument's template
+    tool: str = ""
+    arguments: Mapping[str, str] = field(default_factory=dict)
     active_branches: tuple[BranchSpec, ...] = field(
         init=False, repr=False, compare=False, default=()
     )

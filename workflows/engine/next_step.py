@@ -68,6 +68,7 @@ def _context(
         # A step that searched nothing works with the run's latest hits (as `{sources}` does).
         hits_seq=state.sources_seq if result.hits is None else None,
         hits_of=hits_of,
+        tool_calls=result.tool_calls,
     )
 
 

@@ -224,6 +224,9 @@ class _Parser(DocumentReader):
         kind_fields = {**head.fields, **kind.read_body(doc, path, self)}
         if doc.get("sources") not in (None, []) and "sources" not in kind_fields:
             self.error(f"{path}.sources", f"{kind.article} {kind.name} step searches no sources")
+        for key in ("tools", "max_tool_calls", "max_tool_seconds", "tool", "arguments"):
+            if doc.get(key) not in (None, [], {}) and key not in kind_fields:
+                self.error(f"{path}.{key}", f"{kind.article} {kind.name} step has no {key}")
         scope = ConditionScope(
             errors=self.errors,
             actors=self.actors,

@@ -20,6 +20,12 @@ from workflows.engine.sources import (
     MODES,
 )
 from workflows.engine.step_kinds.registry import KIND_NAMES
+from workflows.engine.tools import (
+    MAX_ARGUMENTS,
+    MAX_MAX_TOOL_CALLS,
+    MAX_MAX_TOOL_SECONDS,
+    MAX_TOOLS,
+)
 from workflows.engine.vocabulary import FORMAT, INPUT_TYPES
 
 # The names of the format (step kinds, input types) are the engine's: `Literal[names]` spells
@@ -112,6 +118,13 @@ class Step(_Strict):
     material: str | None = None
     # llm and retrieve
     sources: list[Source] | None = Field(None, max_length=MAX_SOURCES)
+    # llm
+    tools: list[str] | None = Field(None, max_length=MAX_TOOLS)
+    max_tool_calls: int | None = Field(None, ge=1, le=MAX_MAX_TOOL_CALLS)
+    max_tool_seconds: int | None = Field(None, ge=1, le=MAX_MAX_TOOL_SECONDS)
+    # tool
+    tool: str | None = Field(None, max_length=300)
+    arguments: dict[str, str] | None = Field(None, max_length=MAX_ARGUMENTS)
 
 
 class RecipeDocument(_Strict):

@@ -1,5 +1,5 @@
-"""Load the demo: scripted actors, the `editors` reviewer group, two users, the demo recipes and
-a knowledge base of the project's documentation.
+"""Load the demo: scripted actors, the `editors` reviewer group, two users, the demo recipes, a
+knowledge base of the project's documentation and the demo MCP tool server.
 
 Safe to run on every start: actors are updated in place, existing users keep their password
 (unless `--reset-password`), a recipe is re-imported and re-published only when its file
@@ -7,7 +7,8 @@ changed, and a documentation file is indexed again only when it changed. Passwor
 generated here and printed once; none is stored in the repository.
 
 The command lives in the knowledge app, the lowest layer that sees both recipes and knowledge
-bases (`workflows` may not import `knowledge`).
+bases (`workflows` may not import `knowledge`). The tool server is registered through the tools
+app's command (`register_tool_server`): the knowledge and tools apps do not import each other.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, Group, Permission
 from django.core.exceptions import ValidationError
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
@@ -45,7 +47,9 @@ from workflows.services import RecipeConflict, recipe_import, recipe_publish, re
 from workflows.validators import RecipeRejected
 
 # The demo user is staff so the admin opens; these apps' permissions let it see their models.
-STAFF_APPS = ("workflows", "knowledge", "runner")
+STAFF_APPS = ("workflows", "knowledge", "tools", "runner")
+# The demo MCP server (tools/demo_server.py), run over stdio: settings.MCP_STDIO_COMMANDS["demo"].
+DEMO_TOOL_SERVER = "demo"
 PUBLISH_NOTE = "Published by seed_demo from {file}"
 
 
@@ -93,6 +97,19 @@ class Command(BaseCommand):
                 )
             self._seed_docs_base(owner=demo, group=group, summary=summary)
         self._print(summary)
+        # After the commit: discovery starts the server, which takes a moment. A failure is
+        # a warning: the rest of the demo works without tools.
+        try:
+            call_command(
+                "register_tool_server",
+                DEMO_TOOL_SERVER,
+                stdio=DEMO_TOOL_SERVER,
+                discover=True,
+                stdout=self.stdout,
+                stderr=self.stderr,
+            )
+        except CommandError as exc:
+            self.stdout.write(self.style.WARNING(f"  warning: tool server not seeded: {exc}"))
 
     def _seed_actors(self, summary: Summary) -> None:
         for spec in DEMO_ACTORS:

@@ -62,6 +62,7 @@ class Behaviour:
     interval_s: float = 0
     stall_s: float = 0
     hold: threading.Event | None = None
+    tool_calls: tuple[tuple[str, str], ...] = ()
 
 
 def reply(
@@ -141,6 +142,20 @@ def sse(*events: str) -> Behaviour:
 def redirect(location: str, status: int = 302) -> Behaviour:
     """Answer a redirect to ``location``."""
     return Behaviour("raw", status=status, headers=(("Location", location),))
+
+
+def tool_calls(
+    *calls: tuple[str, dict[str, Any] | str], usage: tuple[int, int] = (5, 3)
+) -> Behaviour:
+    """Answer a plain JSON message asking for tool calls: each (function name, arguments).
+
+    Arguments given as text are sent as written (a model's broken JSON).
+    """
+    encoded = tuple(
+        (name, arguments if isinstance(arguments, str) else json.dumps(arguments))
+        for name, arguments in calls
+    )
+    return Behaviour("reply", text="", usage=usage, tool_calls=encoded)
 
 
 def hang_up() -> Behaviour:
@@ -331,7 +346,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_chunked(
                     behaviour, [e.encode() for e in behaviour.events], "text/event-stream"
                 )
-            elif streaming:
+            elif streaming and not behaviour.tool_calls:
                 self._send_chunked(
                     behaviour, _sse_body(behaviour, model, payload), "text/event-stream"
                 )
@@ -452,6 +467,13 @@ def _completion(behaviour: Behaviour, model: str) -> dict[str, Any]:
             }
         ],
     }
+    if behaviour.tool_calls:
+        data["choices"][0]["message"]["tool_calls"] = [
+            {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
+            for i, (n, a) in enumerate(behaviour.tool_calls)
+        ]
+        data["choices"][0]["message"]["content"] = None
+        data["choices"][0]["finish_reason"] = "tool_calls"
     if behaviour.usage is not None:
         data["usage"] = _usage(behaviour.usage)
     return data

@@ -10,6 +10,7 @@ from workflows.engine.content_type import detect_content_type
 from workflows.engine.regex import MAX_TEXT_CHARS, bounded, encode
 from workflows.engine.scoring import parse_score
 from workflows.engine.sources import Citation
+from workflows.engine.tools import ToolCalls
 
 # A judge answers (evaluator alias, instruction, reviewed text) with the evaluator's raw reply.
 # Implementations should send `scoring.evaluation_prompt(instruction, text)` to the model.
@@ -26,7 +27,8 @@ class EvalContext:
     Patterns read only the first `regex.MAX_TEXT_CHARS` characters of the text (`scanned`).
     `hits` are the step's own (None: it searched no sources); for a step that searched none,
     `found()` reads the run's latest hits, those of result `hits_seq`, through `hits_of`,
-    once, and only when a condition asks.
+    once, and only when a condition asks. `tool_calls` are the step's recorded calls to tools
+    (None: it could call none), indexed by tool only when a condition asks (`tools()`).
     """
 
     text: str
@@ -41,6 +43,8 @@ class EvalContext:
     hits: Sequence[Citation] | None = None
     hits_seq: int | None = None
     hits_of: Callable[[int], Sequence[Citation]] | None = None
+    tool_calls: Sequence[Mapping[str, object]] | None = None
+    _tools: ToolCalls | None = field(default=None, init=False, repr=False)
     _content_type: str | None = field(default=None, init=False, repr=False)
     _folded: str | None = field(default=None, init=False, repr=False)
     _words: int | None = field(default=None, init=False, repr=False)
@@ -86,6 +90,12 @@ class EvalContext:
             self.hits = tuple(self.hits_of(self.hits_seq))
             self.hits_seq = None
         return self.hits
+
+    def tools(self) -> ToolCalls | None:
+        """Return the step's tool calls, indexed on first use; None if it could call none."""
+        if self._tools is None and self.tool_calls is not None:
+            self._tools = ToolCalls(self.tool_calls)
+        return self._tools
 
     def score(self, evaluator: str, prompt: str) -> tuple[float | None, str]:
         """Return the evaluator's score for the text, or None and why there is none."""

@@ -19,6 +19,9 @@ from workflows.engine.conditions import (
     pattern_match,
     retrieval,
     route_selected,
+    tool_called,
+    tool_error,
+    tool_result,
 )
 from workflows.engine.conditions.base import ConditionType
 from workflows.engine.conditions.logical import LOGICAL_TYPES, logical_kind
@@ -36,6 +39,9 @@ TYPES: tuple[ConditionType, ...] = (
     route_selected.CONDITION_TYPE,
     retrieval.CONDITION_TYPE,
     cites_source.CONDITION_TYPE,
+    tool_called.CONDITION_TYPE,
+    tool_error.CONDITION_TYPE,
+    tool_result.CONDITION_TYPE,
     default.CONDITION_TYPE,
 )
 _BY_NAME: dict[str, ConditionType] = {

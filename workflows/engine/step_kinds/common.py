@@ -1,4 +1,4 @@
-"""The step fields several kinds share: actor, prompt, timeout, sources."""
+"""The step fields several kinds share: actor, prompt, timeout, sources, tools."""
 
 from __future__ import annotations
 
@@ -15,6 +15,15 @@ from workflows.engine.sources import (
     SourceSpec,
     source_problems,
     sources_problem,
+)
+from workflows.engine.tools import (
+    DEFAULT_MAX_TOOL_CALLS,
+    DEFAULT_MAX_TOOL_SECONDS,
+    MAX_MAX_TOOL_CALLS,
+    MAX_MAX_TOOL_SECONDS,
+    bounded_int,
+    tool_name_problem,
+    tools_problem,
 )
 
 TIMEOUT = FieldSpec(
@@ -72,3 +81,65 @@ def read_sources(
         if spec is not None:
             specs.append(spec)
     return tuple(specs)
+
+
+def read_tools(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> dict[str, Any]:
+    """Read an llm step's `tools` (names SERVER.TOOL), `max_tool_calls`, `max_tool_seconds`.
+
+    Whether each tool exists is the runner's to tell: servers are registered, and their tools
+    discovered, apart from recipes.
+    """
+    value = doc.get("tools")
+    names: list[str] = []
+    if value not in (None, []):
+        problem = tools_problem(value)
+        if problem is not None or not isinstance(value, list):
+            reader.error(f"{path}.tools", problem or "must be a list")
+        else:
+            for i, name in enumerate(value):
+                problem = tool_name_problem(name)
+                if problem is not None:
+                    reader.error(f"{path}.tools[{i}]", problem)
+                elif name in names:
+                    reader.error(f"{path}.tools[{i}]", f"{name} is listed twice")
+                else:
+                    names.append(name)
+    calls, problem = bounded_int(
+        doc.get("max_tool_calls"), DEFAULT_MAX_TOOL_CALLS, 1, MAX_MAX_TOOL_CALLS
+    )
+    if problem is not None:
+        reader.error(f"{path}.max_tool_calls", problem)
+    seconds, problem = bounded_int(
+        doc.get("max_tool_seconds"), DEFAULT_MAX_TOOL_SECONDS, 1, MAX_MAX_TOOL_SECONDS
+    )
+    if problem is not None:
+        reader.error(f"{path}.max_tool_seconds", problem)
+    return {"tools": tuple(names), "max_tool_calls": calls, "max_tool_seconds": seconds}
+
+
+TOOLS = FieldSpec(
+    "tools",
+    "Tools",
+    "list",
+    help=(
+        "The tools (SERVER.TOOL) the model may call while it answers; it sees each tool's "
+        "description and gets each result back."
+    ),
+)
+MAX_TOOL_CALLS = FieldSpec(
+    "max_tool_calls",
+    "Most tool calls",
+    "integer",
+    default=DEFAULT_MAX_TOOL_CALLS,
+    help=(
+        f"1 to {MAX_MAX_TOOL_CALLS}: once the model has made this many calls it is asked once "
+        "more, without tools, for its answer."
+    ),
+)
+MAX_TOOL_SECONDS = FieldSpec(
+    "max_tool_seconds",
+    "Tool time (seconds)",
+    "integer",
+    default=DEFAULT_MAX_TOOL_SECONDS,
+    help="How long the model and its tool calls may take in all before the step fails.",
+)

@@ -9,16 +9,27 @@ from workflows.engine.checks import is_int, is_number
 from workflows.engine.field_spec import FieldSpec
 from workflows.engine.reading import DocumentReader
 from workflows.engine.step_kinds.base import StepKind
-from workflows.engine.step_kinds.common import TIMEOUT, actor, prompt, read_sources, sources
+from workflows.engine.step_kinds.common import (
+    MAX_TOOL_CALLS,
+    MAX_TOOL_SECONDS,
+    TIMEOUT,
+    TOOLS,
+    actor,
+    prompt,
+    read_sources,
+    read_tools,
+    sources,
+)
 
 DEFAULT_THRESHOLD = 0.75
 DEFAULT_MAX_ATTEMPTS = 5
 
 
 def read_body(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> dict[str, Any]:
-    """Read the sources searched before the call, and the validation settings."""
+    """Read the sources searched before the call, the tools, and the validation settings."""
     return {
         "sources": read_sources(doc, path, reader),
+        **read_tools(doc, path, reader),
         "validation": _validation(doc, path, reader),
     }
 
@@ -59,6 +70,9 @@ STEP_KIND = StepKind(
             "Searched before the call; the prompt shows the hits where it names {sources}, "
             "else under a Sources: heading at its end."
         ),
+        TOOLS,
+        MAX_TOOL_CALLS,
+        MAX_TOOL_SECONDS,
         FieldSpec(
             "validation.threshold",
             "Validation threshold",

@@ -1,0 +1,385 @@
+"""Talk to MCP servers with the official SDK: list their tools, call one.
+
+The SDK is async; the runner and the pages are not. `discover` and `call` open one session
+per use (streamable HTTP, or a stdio subprocess started from settings.MCP_STDIO_COMMANDS),
+inside `anyio.run` with a hard deadline, so a slow or silent server costs at most its
+timeout and never holds a worker. Every failure becomes a `ToolError` whose message says
+what went wrong without echoing a header value.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import IO, Any, TypeVar
+
+import anyio
+import httpx2
+from django.conf import settings
+from django.utils import timezone
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult, EmbeddedResource, TextContent, TextResourceContents
+from pydantic import ValidationError
+
+from workflows.actor_urls import URLRefused, check_base_url, settings_allowlist
+
+from .models import ToolServer
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# The largest single answer read from an HTTP server (one SSE event); results are capped far
+# lower (TOOL_RESULT_MAX_CHARS) once read, but the transport must not buffer without end.
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+# Pages of tools/list followed at most, so a server that never stops paginating cannot loop.
+MAX_TOOL_PAGES = 20
+# The most of a stdio server's stderr quoted in an error.
+STDERR_TAIL_CHARS = 500
+DEFAULT_RESULT_MAX_CHARS = 100_000
+
+
+class ToolError(Exception):
+    """Say why a tool server could not be used (down, timed out, garbage, refused, unknown)."""
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as a server lists it: what recipes name, what the editor shows, what
+    arguments are checked against."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+    def as_json(self) -> dict[str, Any]:
+        """Return the spec as stored in ToolServer.tools."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ToolSpec:
+        """Read a spec back from ToolServer.tools."""
+        schema = data.get("input_schema")
+        return cls(
+            name=str(data.get("name", "")),
+            description=str(data.get("description") or ""),
+            input_schema=dict(schema) if isinstance(schema, Mapping) else {"type": "object"},
+        )
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """A tool's answer: its text (capped), the JSON it holds if any, and how it went."""
+
+    text: str
+    data: Any | None
+    is_error: bool
+    truncated: bool
+    latency_ms: int
+
+
+def result_max_chars() -> int:
+    """Return settings.TOOL_RESULT_MAX_CHARS (the cap on a result's text)."""
+    return int(getattr(settings, "TOOL_RESULT_MAX_CHARS", DEFAULT_RESULT_MAX_CHARS))
+
+
+def stdio_commands() -> Mapping[str, list[str]]:
+    """Return settings.MCP_STDIO_COMMANDS: {name: argv} the stdio servers may run."""
+    commands: Mapping[str, list[str]] = getattr(settings, "MCP_STDIO_COMMANDS", {})
+    return commands
+
+
+def discover(server: ToolServer) -> list[ToolSpec]:
+    """List the server's tools, store them as its cache, and return them.
+
+    A failure is stored too (`discovery_error`, the old cache kept) and raised as ToolError.
+    """
+    try:
+        specs = _run(lambda: _list_tools(server), timeout=server.timeout_s, server=server)
+    except ToolError as exc:
+        server.discovery_error = str(exc)
+        server.save(update_fields=["discovery_error", "updated_at"])
+        raise
+    server.tools = [spec.as_json() for spec in specs]
+    server.discovered_at = timezone.now()
+    server.discovery_error = ""
+    server.save(update_fields=["tools", "discovered_at", "discovery_error", "updated_at"])
+    return specs
+
+
+def call(
+    server: ToolServer,
+    tool_name: str,
+    arguments: Mapping[str, Any],
+    *,
+    timeout_s: float | None = None,
+) -> ToolResult:
+    """Call one tool and return its result; raise ToolError if the server could not answer.
+
+    A tool that runs and fails answers with `is_error` set (that is the tool's answer, not
+    a ToolError). `timeout_s` bounds the whole call, connecting included (default: the
+    server's). The text is cut at TOOL_RESULT_MAX_CHARS, with `truncated` set.
+    """
+    if not server.enabled:
+        raise ToolError(f"tool server '{server.name}' is disabled")
+    timeout = float(timeout_s if timeout_s is not None else server.timeout_s)
+    started = time.monotonic()
+    result = _run(
+        lambda: _call_tool(server, tool_name, dict(arguments), timeout), timeout, server=server
+    )
+    latency_ms = int((time.monotonic() - started) * 1000)
+    return _tool_result(result, latency_ms=latency_ms)
+
+
+def _run(make: Callable[[], Awaitable[T]], timeout: float, *, server: ToolServer) -> T:
+    """Run an SDK coroutine to completion within `timeout` seconds, errors as ToolError."""
+
+    async def bounded() -> T:
+        with anyio.fail_after(timeout):
+            return await make()
+
+    def run() -> T:
+        try:
+            return anyio.run(bounded)
+        except ToolError:
+            raise
+        except BaseException as exc:  # the SDK's task groups wrap errors in groups
+            if isinstance(exc, KeyboardInterrupt | SystemExit):
+                raise
+            raise ToolError(_describe(server, exc, timeout)) from None
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return run()
+    # Called from async code (a consumer, an async view): anyio.run needs a thread of its own.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(run).result()
+
+
+def _describe(server: ToolServer, exc: BaseException, timeout: float) -> str:
+    """Turn what the SDK raised into one clear sentence about the server."""
+    cause = _innermost(exc)
+    who = f"tool server '{server.name}'"
+    seconds = f"{timeout:g}"
+    if isinstance(cause, ToolError):
+        return str(cause)
+    if isinstance(cause, TimeoutError | httpx2.TimeoutException):
+        return f"{who} timed out after {seconds} s"
+    if isinstance(cause, httpx2.ConnectError):
+        return f"{who} is not reachable (cannot connect to {server.url}): is it running?"
+    if isinstance(cause, httpx2.HTTPStatusError):
+        return f"{who} answered HTTP {cause.response.status_code}: not an MCP endpoint?"
+    if isinstance(cause, MCPError):
+        return f"{who} refused the request: {cause.message}"
+    if isinstance(cause, ValidationError | ValueError | json.JSONDecodeError):
+        return f"{who} did not answer as an MCP server does ({type(cause).__name__})"
+    if isinstance(cause, httpx2.HTTPError):
+        return f"{who} failed over HTTP: {type(cause).__name__}: {cause}"
+    if isinstance(cause, OSError):
+        return f"{who} could not be started: {cause.strerror or cause}"
+    logger.warning("Tool server %s failed: %r", server.name, cause)
+    return f"{who} failed: {type(cause).__name__}: {cause}"
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """Return the error that matters inside exception groups and chains."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, TimeoutError):
+        return exc
+    # The SDK sometimes re-raises transport failures as its own error with the cause chained.
+    if not isinstance(exc, httpx2.HTTPError | MCPError | OSError) and exc.__cause__ is not None:
+        return _innermost(exc.__cause__)
+    return exc
+
+
+async def _list_tools(server: ToolServer) -> list[ToolSpec]:
+    async with _client(server) as client:
+        specs: list[ToolSpec] = []
+        cursor: str | None = None
+        for _ in range(MAX_TOOL_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            specs += [
+                ToolSpec(
+                    name=tool.name,
+                    description=tool.description or "",
+                    input_schema=dict(tool.input_schema or {"type": "object"}),
+                )
+                for tool in page.tools
+            ]
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return specs
+
+
+async def _call_tool(
+    server: ToolServer, tool_name: str, arguments: dict[str, Any], timeout: float
+) -> CallToolResult:
+    async with _client(server, read_timeout=timeout) as client:
+        return await client.call_tool(tool_name, arguments, read_timeout_seconds=timeout)
+
+
+class _Session:
+    """One SDK client session on the server, with the resources it needs (the HTTP client,
+    the stdio server's stderr file) closed with it."""
+
+    def __init__(self, server: ToolServer, read_timeout: float) -> None:
+        self._server = server
+        self._read_timeout = read_timeout
+        self._http: httpx2.AsyncClient | None = None
+        self._stderr: IO[str] | None = None
+        self._client: Client | None = None
+
+    async def __aenter__(self) -> Client:
+        server = self._server
+        if server.transport == ToolServer.Transport.HTTP:
+            url = checked_url(server.url)
+            self._http = httpx2.AsyncClient(
+                headers=env_headers(server.header_envs),
+                timeout=httpx2.Timeout(self._read_timeout),
+            )
+            transport: Any = streamable_http_client(
+                url, http_client=self._http, max_sse_event_size=MAX_RESPONSE_BYTES
+            )
+        elif server.transport == ToolServer.Transport.STDIO:
+            argv = stdio_argv(server.command)
+            # A file, not a pipe: a chatty server must not block on a full stderr pipe.
+            self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")  # noqa: SIM115 (closed in _close)
+            params = StdioServerParameters(
+                command=argv[0], args=argv[1:], cwd=str(settings.BASE_DIR)
+            )
+            transport = stdio_client(params, errlog=self._stderr)
+        else:
+            raise ToolError(f"tool server '{server.name}': unknown transport {server.transport!r}")
+        self._client = Client(transport, read_timeout_seconds=self._read_timeout, cache=None)
+        try:
+            return await self._client.__aenter__()
+        except BaseException as exc:
+            cause = _innermost(exc)
+            tail = self._stderr_tail() if self._stderr is not None else ""
+            await self._close()
+            if isinstance(cause, TimeoutError | ToolError):
+                raise
+            if tail:
+                raise ToolError(f"tool server '{server.name}' stopped: {tail}") from None
+            if isinstance(cause, MCPError | ValidationError | ValueError):
+                # Failing the handshake: whatever answers there does not speak MCP.
+                why = cause.message if isinstance(cause, MCPError) else type(cause).__name__
+                raise ToolError(
+                    f"tool server '{server.name}' did not answer as an MCP server does ({why})"
+                ) from None
+            raise
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        try:
+            if self._client is not None:
+                await self._client.__aexit__(*exc_info)
+        finally:
+            await self._close()
+
+    async def _close(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    def _stderr_tail(self) -> str:
+        assert self._stderr is not None
+        self._stderr.flush()
+        self._stderr.seek(0)
+        text = self._stderr.read()
+        return " ".join(text[-STDERR_TAIL_CHARS:].split())
+
+
+def _client(server: ToolServer, *, read_timeout: float | None = None) -> _Session:
+    return _Session(server, read_timeout if read_timeout is not None else server.timeout_s)
+
+
+def checked_url(url: str) -> str:
+    """Return the server URL normalised, or raise ToolError if the SSRF guard refuses it."""
+    try:
+        return check_base_url(url, allowlist=settings_allowlist()).url
+    except URLRefused as exc:
+        raise ToolError(f"url {exc.reason}") from None
+
+
+def stdio_argv(command: str) -> list[str]:
+    """Return the argv configured for `command`, or raise ToolError if none is."""
+    argv = stdio_commands().get(command)
+    if not command or not argv:
+        raise ToolError(f"command '{command}' is not in MCP_STDIO_COMMANDS")
+    return [str(part) for part in argv]
+
+
+def env_headers(header_envs: Mapping[str, str]) -> dict[str, str]:
+    """Read each header's value from its env var; a missing one is a ToolError naming the
+    variable (never a value)."""
+    headers: dict[str, str] = {}
+    for header, variable in header_envs.items():
+        value = os.environ.get(variable)
+        if value is None:
+            raise ToolError(f"header {header}: env var {variable} is not set")
+        headers[header] = value
+    return headers
+
+
+def _tool_result(result: CallToolResult, *, latency_ms: int) -> ToolResult:
+    """Flatten the SDK's result into text (capped) and data (its JSON, if any)."""
+    parts: list[str] = []
+    for block in result.content:
+        if isinstance(block, TextContent):
+            parts.append(block.text)
+        elif isinstance(block, EmbeddedResource) and isinstance(
+            block.resource, TextResourceContents
+        ):
+            parts.append(block.resource.text)
+        else:
+            parts.append(f"[{block.type} content]")
+    text = "\n".join(parts)
+    if not text and result.structured_content is not None:
+        text = json.dumps(result.structured_content, ensure_ascii=False)
+        parts.clear()
+    limit = result_max_chars()
+    truncated = len(text) > limit
+    data: Any | None = None
+    if truncated:
+        text = text[:limit]
+    elif text:
+        data = _json_or_none(text)
+    else:
+        data = result.structured_content
+    return ToolResult(
+        text=text,
+        data=data,
+        is_error=bool(result.is_error),
+        truncated=truncated,
+        latency_ms=latency_ms,
+    )
+
+
+def _json_or_none(text: str) -> Any | None:
+    stripped = text.strip()
+    if not stripped or stripped[0] not in '{["-0123456789tfn':
+        return None
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        return None
