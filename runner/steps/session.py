@@ -147,7 +147,10 @@ class Session:
         them (`{sources}`), then the suffix a repeat branch asked for."""
         step = self.claim.step
         prompt = self.render(step.prompt, feedback)
-        if self.hits is not None and engine.SOURCES_NAME not in engine.template_names(step.prompt):
+        shows_hits = engine.SOURCES_NAME in engine.template_names(step.prompt) and (
+            engine.SOURCES_NAME not in self.claim.graph.inputs
+        )
+        if self.hits is not None and not shows_hits:
             shown = engine.format_sources(self.hits) or NO_SOURCES
             prompt = f"{prompt}\n\n{SOURCES_HEADING}\n{shown}"
         suffix = self.claim.next.get("prompt_suffix")

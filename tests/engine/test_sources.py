@@ -251,10 +251,21 @@ def test_it_refuses_hits_of_a_step_the_recipe_lacks(prompt: str, error: str) -> 
     assert raised.value.errors == [error]
 
 
-def test_the_input_name_sources_is_reserved_for_templates() -> None:
-    with pytest.raises(RecipeInvalid) as raised:
-        parse_recipe(recipe(step("answer"), inputs={"sources": {"type": "string"}}))
-    assert raised.value.errors == ["inputs.sources: the name 'sources' is reserved for templates"]
+def test_an_input_called_sources_keeps_its_meaning() -> None:
+    # Recipes written before steps searched may have an input of that name: they still work.
+    document = recipe(
+        retrieve("find", sources=[{**DOCS, "query": "{sources}"}]),
+        step("answer", prompt="Answer from {sources}"),
+        inputs={"sources": {"type": "string"}},
+    )
+    g = parse_recipe(document)
+    state = RunState.start(g, {"sources": "my notes"})
+    decide(g, state, StepResult("find", "…", hits=(citation(1),)))
+
+    context = state.template_context("answer", lambda seq: "…", hits=lambda seq: (citation(1),))
+    assert render(g.step("answer").prompt, context) == "Answer from my notes"
+    assert context["steps.find.sources"] == "[1] Doc 1\ntext 1"
+    assert lint_recipe(g) == []
 
 
 # -- citations -----------------------------------------------------------------------------

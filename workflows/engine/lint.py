@@ -190,7 +190,7 @@ def _hits_never_shown(graph: RecipeGraph, step: StepSpec, path: str) -> list[str
             continue  # refused at parse
         for name in names:
             key = step_sources_reference(name)
-            if name == SOURCES_NAME and not searching:
+            if name == SOURCES_NAME and not searching and name not in graph.inputs:
                 warnings.append(
                     f"{path}.{field}: {{sources}} is always empty: no step of the recipe "
                     "searches sources"

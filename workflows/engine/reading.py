@@ -96,7 +96,7 @@ class DocumentReader:
             self.error(path, exc.message)
             return
         for name in names:
-            if name == SOURCES_NAME and not hits:
+            if name == SOURCES_NAME and not hits and name not in self.input_names:
                 self.error(path, "{sources} cannot be used here: the step has not searched yet")
                 continue
             problem = self._template_name_problem(name)

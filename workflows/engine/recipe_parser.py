@@ -26,7 +26,7 @@ from workflows.engine.inputs import input_type_problem
 from workflows.engine.reading import DocumentReader
 from workflows.engine.step_kinds.base import StepKind
 from workflows.engine.step_kinds.registry import DEFAULT_KIND, KIND_NAMES, step_kind
-from workflows.engine.templating import SOURCES_NAME, step_number
+from workflows.engine.templating import step_number
 from workflows.engine.vocabulary import FORMAT, INPUT_TYPES
 
 SLUG = re.compile(r"[a-z0-9][a-z0-9_-]*")
@@ -111,7 +111,7 @@ class _Parser(DocumentReader):
             if not isinstance(name, str) or not INPUT_NAME.fullmatch(name):
                 self.error(path, "the name must be an identifier (letters, digits and _)")
                 continue
-            if name in ("feedback", SOURCES_NAME) or step_number(name) is not None:
+            if name == "feedback" or step_number(name) is not None:
                 self.error(path, f"the name '{name}' is reserved for templates")
                 continue
             # Known even if its spec is wrong, so templates naming it report nothing more.

@@ -158,7 +158,8 @@ class TemplateContext(Mapping[str, object]):
     def _sources_key(self, name: str) -> tuple[bool, str | None]:
         """Return whether `name` shows hits, and whose: a step's key, or None for `sources`."""
         if name == SOURCES_NAME:
-            return True, None
+            # A recipe input called `sources` (allowed before steps searched) keeps its meaning.
+            return name not in self._inputs, None
         key = step_sources_reference(name)
         return key in self._keys, key
 
