@@ -1,6 +1,6 @@
 """Print how fast a knowledge base of 10,000 chunks takes its chunks in and answers searches.
 
-    .venv/bin/python benchmarks/retrieval.py [--chunks 10000] [--queries 200]
+    .venv/bin/python benchmarks/retrieval.py [--documents 100] [--queries 200]
     createdb -h 127.0.0.1 -U postgres branchline_bench
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/branchline_bench \\
     .venv/bin/python benchmarks/retrieval.py
@@ -8,10 +8,13 @@
 Without DATABASE_URL it runs on a throwaway SQLite file; with it, on that PostgreSQL database
 (migrated, and left holding the benchmark's knowledge base, which the next run replaces).
 
-Ingest: `--chunks` chunks of ~800 characters (a seeded mix of words, a heading each) are
-embedded with the scripted embedder (feature hashing, 256 dimensions: no server) and stored
-with bulk inserts, the full-text index kept by the database as it is in production (triggers
-on SQLite, a generated column on PostgreSQL). Printed as chunks per second.
+Ingest: `--documents` Markdown documents of 100 sections (a heading and ~800 characters of a
+seeded mix of words each: one chunk per section) go through the write path a production
+upload takes: `ingest.add_document` (hash, conversion, the stored document) then
+`ingest.ingest_document` (chunking, embedding with the scripted embedder: feature hashing,
+256 dimensions, no server; the chunks stored, the full-text index kept by the database:
+triggers on SQLite, a generated column on PostgreSQL), one document after the other in this
+process. Printed as chunks per second.
 
 Search: first, one search by meaning in a process that has not read the base's embeddings yet
 (each process reads them once, and again after they change: `knowledge/vectors.py`). Then
@@ -46,8 +49,7 @@ os.environ["EMBEDDED_WORKER"] = "0"
 TARGET_P95_MS = 50.0
 SLUG = "bench-retrieval"
 ACTOR = "bench-embedder"
-CHUNKS_PER_DOCUMENT = 100
-BULK_BATCH = 500
+SECTIONS_PER_DOCUMENT = 100
 WARM_UP = 10
 SEED = 12
 
@@ -76,7 +78,7 @@ def vocabulary(rng: random.Random, size: int = 6000) -> list[str]:
     return sorted(words)
 
 
-def chunk_text(rng: random.Random, words: list[str]) -> str:
+def section_text(rng: random.Random, words: list[str]) -> str:
     # Zipf-like: a few words are common, most are rare, as in prose.
     picked = [words[min(int(rng.paretovariate(1.1)) - 1, len(words) - 1)] for _ in range(120)]
     return " ".join(picked)[:800]
@@ -86,7 +88,7 @@ def fresh_base() -> Any:
     """Return an empty benchmark knowledge base with a scripted embedding actor."""
     from django.contrib.auth import get_user_model
 
-    from knowledge.embeddings import SCRIPTED_DIMENSIONS
+    from knowledge import ingest
     from knowledge.models import KnowledgeBase
     from workflows.models import Actor
 
@@ -95,52 +97,31 @@ def fresh_base() -> Any:
         name=ACTOR, defaults={"kind": Actor.Kind.LLM, "provider": Actor.Provider.SCRIPTED}
     )
     KnowledgeBase.objects.filter(slug=SLUG).delete()
-    return KnowledgeBase.objects.create(
-        slug=SLUG,
-        name="Benchmark: retrieval",
-        owner=user,
-        embedding_actor=actor,
-        embedding_dimensions=SCRIPTED_DIMENSIONS,
+    return ingest.create_base(
+        owner=user, slug=SLUG, name="Benchmark: retrieval", embedding_actor=actor
     )
 
 
-def ingest(base: Any, texts: list[tuple[str, str]]) -> float:
-    """Embed and store the chunks in bulk; return the seconds it took."""
-    from django.db import transaction
+def markdown(number: int, sections: list[str]) -> bytes:
+    """Return a Markdown document of these sections, each under its own heading."""
+    parts = [f"# Document {number}"]
+    parts += [f"## Section {i}\n\n{text}" for i, text in enumerate(sections)]
+    return "\n\n".join(parts).encode()
 
-    from knowledge import vectors
-    from knowledge.embeddings import embed
-    from knowledge.models import Chunk, Document
 
+def ingest_documents(base: Any, documents: list[bytes]) -> tuple[float, int]:
+    """Add and ingest each document as an upload is; return the seconds and the chunks."""
+    from knowledge import ingest
+    from knowledge.models import Chunk
+
+    # The benchmark ingests here, in this process: no message for a worker.
+    ingest.send_on_commit = lambda document_id: None
     started = time.perf_counter()
-    with transaction.atomic():
-        documents = Document.objects.bulk_create(
-            Document(
-                knowledge_base=base,
-                title=f"Document {i + 1}",
-                format="text",
-                content_hash=f"{i:064d}",
-                status=Document.Status.READY,
-            )
-            for i in range(0, len(texts), CHUNKS_PER_DOCUMENT)
-        )
-        for start in range(0, len(texts), BULK_BATCH):
-            batch = texts[start : start + BULK_BATCH]
-            embeddings = embed(base.embedding_actor, [text for _, text in batch])
-            Chunk.objects.bulk_create(
-                Chunk(
-                    document=documents[(start + i) // CHUNKS_PER_DOCUMENT],
-                    knowledge_base=base,
-                    ordinal=(start + i) % CHUNKS_PER_DOCUMENT,
-                    heading=heading,
-                    text=text,
-                    embedding=vectors.to_bytes(embedding),
-                )
-                for i, ((heading, text), embedding) in enumerate(
-                    zip(batch, embeddings, strict=True)
-                )
-            )
-    return time.perf_counter() - started
+    for number, data in enumerate(documents, start=1):
+        document, created = ingest.add_document(base, base.owner, f"doc-{number}.md", data)
+        assert created and ingest.ingest_document(document.pk), f"document {number} failed"
+    seconds = time.perf_counter() - started
+    return seconds, Chunk.objects.filter(knowledge_base=base).count()
 
 
 def time_searches(base: Any, queries: list[str], mode: str) -> list[float]:
@@ -175,25 +156,30 @@ def percentile(times: list[float], fraction: float) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--chunks", type=int, default=10_000, help="chunks to ingest (10000)")
+    parser.add_argument(
+        "--documents", type=int, default=100, help="documents of ~100 chunks to ingest (100)"
+    )
     parser.add_argument("--queries", type=int, default=200, help="searches to time (200)")
     args = parser.parse_args()
-    if args.chunks < 1 or args.queries < WARM_UP:
-        parser.error(f"--chunks must be at least 1 and --queries at least {WARM_UP}")
+    if args.documents < 1 or args.queries < WARM_UP:
+        parser.error(f"--documents must be at least 1 and --queries at least {WARM_UP}")
     vendor = setup_django()
 
     rng = random.Random(SEED)
     words = vocabulary(rng)
-    texts = [
-        (f"Section {i // 7} › Part {i % 7}", chunk_text(rng, words)) for i in range(args.chunks)
+    documents = [
+        markdown(n, [section_text(rng, words) for _ in range(SECTIONS_PER_DOCUMENT)])
+        for n in range(1, args.documents + 1)
     ]
     queries = [" ".join(rng.sample(words[:2000], rng.randint(2, 6))) for _ in range(args.queries)]
 
     base = fresh_base()
-    seconds = ingest(base, texts)
+    seconds, chunks = ingest_documents(base, documents)
+    base.refresh_from_db()
     print(
-        f"{vendor}: ingest {args.chunks} chunks: {args.chunks / seconds:.0f} chunks/s "
-        f"({seconds:.1f} s, scripted embeddings, 256 dimensions)"
+        f"{vendor}: ingest {args.documents} Markdown documents, {chunks} chunks (add_document + "
+        f"ingest_document): {chunks / seconds:.0f} chunks/s, {args.documents / seconds:.1f} "
+        f"documents/s ({seconds:.1f} s, scripted embeddings, 256 dimensions)"
     )
     print(
         f"{vendor}: first search by meaning (reads every embedding): {cold_search(base) * 1000:.1f} ms"
@@ -202,7 +188,7 @@ def main() -> int:
     for mode in ("fulltext", "semantic", "hybrid"):
         times = time_searches(base, queries, mode)
         p50, p95 = percentile(times, 0.5), percentile(times, 0.95)
-        line = f"{vendor}: {mode:<8} search, top 5 of {args.chunks}: p50 {p50 * 1000:.1f} ms, "
+        line = f"{vendor}: {mode:<8} search, top 5 of {chunks}: p50 {p50 * 1000:.1f} ms, "
         line += f"p95 {p95 * 1000:.1f} ms (mean {statistics.mean(times) * 1000:.1f} ms)"
         if mode == "hybrid":
             verdict = "PASS" if p95 * 1000 < TARGET_P95_MS else "FAIL"

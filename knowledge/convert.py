@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import re
+import unicodedata
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -20,11 +21,11 @@ from typing import Any
 import charset_normalizer
 import docx
 import pypdf
-from bs4 import BeautifulSoup
-from bs4.element import NavigableString, Tag
+from bs4 import UnicodeDammit
 from django.conf import settings
 from docx.table import Table
 from docx.text.paragraph import Paragraph
+from lxml import etree
 
 TEXT = "text"
 MARKDOWN = "markdown"
@@ -59,9 +60,12 @@ _CONTENT_TYPES = {
 _NOT_READ = {".doc": "Word 97-2003 (.doc)", ".odt": "OpenDocument (.odt)", ".rtf": "RTF"}
 
 # A DOCX is a zip: a legitimate one has tens of entries that compress 5 to 30 times; a zip bomb
-# has thousands of entries or a tiny entry that inflates to gigabytes.
+# has thousands of entries or a tiny entry that inflates to gigabytes. What it unpacks to is
+# capped at a few times the upload limit (its pictures barely compress; its XML does), and
+# at most DOCX_MAX_UNCOMPRESSED_BYTES: parsing the XML takes memory and time in proportion.
 DOCX_MAX_ENTRIES = 1000
-DOCX_MAX_UNCOMPRESSED_BYTES = 200 * 1024 * 1024
+DOCX_MAX_UNCOMPRESSED_BYTES = 100 * 1024 * 1024
+DOCX_MAX_UNPACK_FACTOR = 5
 DOCX_MAX_RATIO = 100
 # Entries smaller than this are not judged by their ratio (a few bytes of XML may compress a lot).
 _RATIO_CHECKED_FROM = 1024 * 1024
@@ -90,6 +94,10 @@ class FileTooLarge(ConversionError):
     """The file is larger than KNOWLEDGE_MAX_UPLOAD_BYTES."""
 
 
+class TextTooLong(ConversionError):
+    """The file's text is longer than KNOWLEDGE_MAX_TEXT_CHARS."""
+
+
 @dataclass(frozen=True)
 class Converted:
     title: str
@@ -100,6 +108,26 @@ class Converted:
 def max_upload_bytes() -> int:
     """Return the largest file a knowledge base takes, in bytes."""
     return int(settings.KNOWLEDGE_MAX_UPLOAD_BYTES)
+
+
+def max_text_chars() -> int:
+    """Return the longest text a document may convert to, in characters."""
+    return int(settings.KNOWLEDGE_MAX_TEXT_CHARS)
+
+
+def docx_max_unpacked_bytes() -> int:
+    """Return how many bytes a DOCX may unpack to."""
+    return min(DOCX_MAX_UNCOMPRESSED_BYTES, DOCX_MAX_UNPACK_FACTOR * max_upload_bytes())
+
+
+def check_text_length(length: int) -> None:
+    """Refuse a text of `length` characters if it is over the limit."""
+    limit = max_text_chars()
+    if length > limit:
+        raise TextTooLong(
+            f"the file's text is over {limit:,} characters, the most a document may hold; "
+            "split it into smaller files"
+        )
 
 
 def check_size(size: int) -> None:
@@ -117,6 +145,7 @@ def convert(filename: str, data: bytes, content_type: str | None = None) -> Conv
         raise ConversionError("the file is empty")
     fmt = detect_format(name, data, content_type)
     title, text = _CONVERTERS[fmt](data)
+    check_text_length(len(text))
     text = clean_text(text)
     if not text.strip():
         raise ConversionError("the file holds no text")
@@ -174,25 +203,72 @@ def _looks_like_text(data: bytes) -> bool:
 def decode_text(data: bytes, *, strict: bool = True) -> str | None:
     """Return `data` decoded: UTF-8 if it is, else the encoding charset-normalizer finds.
 
-    With `strict`, an undetectable encoding is a ConversionError; without it, None.
+    A guess that reads badly (see `_poor_guess`) is no guess. With `strict`, an encoding
+    not recognised is a ConversionError; without it, None.
     """
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     try:
         return data.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
+    except UnicodeDecodeError as exc:
+        bad_at = exc.start
+    if _UTF8_SHAPED.fullmatch(data):
+        # Every byte past ASCII is where UTF-8 puts it: broken UTF-8 (an encoded surrogate,
+        # a cut character), not another encoding, whatever reading one would give.
+        return _undecodable(strict, f"it is not valid UTF-8 (at byte {bad_at:,})")
     matches = list(charset_normalizer.from_bytes(data))
     if not matches:
-        if strict:
-            raise ConversionError("the text's encoding cannot be recognised")
-        return None
+        return _undecodable(strict, "")
     best = matches[0]
     # A short text often decodes equally well in several code pages; the one Western text in
     # a legacy encoding is most likely in is Windows-1252.
     tied = [m for m in matches if (m.chaos, m.coherence) == (best.chaos, best.coherence)]
     preferred = next((m for m in tied if m.encoding in _PREFERRED_ENCODINGS), best)
-    return str(preferred)
+    text = str(preferred)
+    if reason := _poor_guess(data, preferred.encoding, preferred.chaos, text):
+        return _undecodable(strict, reason)
+    return text
+
+
+# Bytes that are ASCII, or UTF-8's lead and continuation bytes in their places.
+_UTF8_SHAPED = re.compile(rb"(?:[\x00-\x7f]|[\xc0-\xf7][\x80-\xbf]{1,3})*")
+# charset-normalizer's "mess" of a reading (0: none); it keeps readings up to 0.2 itself.
+MAX_CHAOS = 0.1
+# The share of a reading that may be characters no text has (controls, unassigned code
+# points, private use).
+MAX_UNREADABLE = 0.01
+_READABLE_CONTROLS = set("\t\n\r\f\v")
+
+
+def _poor_guess(data: bytes, encoding: str, chaos: float, text: str) -> str:
+    """Return why a reading of `data` in `encoding` is garbage, or ''."""
+    # Text in UTF-16/32 without a byte order mark has NUL bytes throughout (the high halves
+    # of its ASCII); a few bytes paired into CJK characters are not text.
+    if (
+        encoding.startswith(("utf_16", "utf_32"))
+        and not data.startswith((b"\xff\xfe", b"\xfe\xff"))
+        and data.count(b"\x00") * 8 < len(data)
+    ):
+        return f"it reads as {encoding} only by pairing its bytes into unrelated characters"
+    if chaos > MAX_CHAOS:
+        return f"its best reading ({encoding}) is {chaos:.0%} noise"
+    unreadable = sum(
+        1
+        for char in text
+        if char not in _READABLE_CONTROLS and unicodedata.category(char) in ("Cc", "Cn", "Co")
+    )
+    if unreadable > MAX_UNREADABLE * len(text):
+        return f"its best reading ({encoding}) has {unreadable:,} unreadable characters"
+    return ""
+
+
+def _undecodable(strict: bool, reason: str) -> None:
+    if not strict:
+        return None
+    because = f": {reason}" if reason else ""
+    raise ConversionError(
+        f"the text's encoding cannot be recognised{because}; save the file as UTF-8"
+    )
 
 
 def clean_text(text: str) -> str:
@@ -314,11 +390,30 @@ _HEADING_TAGS = {f"h{level}": level for level in range(1, 7)}
 
 
 def _html(data: bytes) -> tuple[str, str]:
-    soup = BeautifulSoup(data, "html.parser")
-    title_tag = soup.find("title")
-    title = title_tag.get_text(" ", strip=True) if title_tag else ""
-    text = join_blocks(_html_blocks(soup))
-    return title or first_heading(text, level=1), text
+    # lxml's parser calls the target back as it reads (no tree is built): linear in the size
+    # of the page however its tags nest, and no limit on their depth.
+    markup = UnicodeDammit(data, is_html=True).unicode_markup or ""
+    target = _HtmlText()
+    parser = etree.HTMLParser(target=target, recover=True, no_network=True)
+    try:
+        parser.feed(markup)
+        parser.close()
+    except ConversionError:
+        raise
+    except (etree.LxmlError, ValueError) as exc:
+        raise ConversionError(f"the HTML cannot be read: {_reason(exc)}") from None
+    text = join_blocks(target.blocks)
+    return target.title or first_heading(text, level=1), text
+
+
+def _capped(blocks: Iterable[tuple[str, str]]) -> Iterator[tuple[str, str]]:
+    """Yield the blocks, refusing the document as soon as their text is over the limit (a
+    huge document is not walked to its end)."""
+    total = 0
+    for block in blocks:
+        total += len(block[1]) + 2
+        check_text_length(total)
+        yield block
 
 
 def join_blocks(blocks: Iterable[tuple[str, str]]) -> str:
@@ -334,67 +429,125 @@ def join_blocks(blocks: Iterable[tuple[str, str]]) -> str:
     return "".join(out)
 
 
-def _html_blocks(soup: BeautifulSoup) -> list[tuple[str, str]]:
-    """Return the document's blocks (headings, paragraphs, list items, table rows) in order.
+class _HtmlText:
+    """An lxml parser target that turns HTML into blocks (headings, paragraphs, list items,
+    table rows) as its tags open and close, and keeps its <title>."""
 
-    The walk keeps its own stack: a deeply nested page must not exhaust Python's.
-    """
-    blocks: list[tuple[str, str]] = []
-    inline: list[str] = []
+    def __init__(self) -> None:
+        self.blocks: list[tuple[str, str]] = []
+        self.title = ""
+        self._length = 0
+        self._inline: list[str] = []
+        # One entry per open tag: its name and what its end does.
+        self._open: list[tuple[str, str]] = []
+        self._open_count: dict[str, int] = {}
+        self._dropped = 0  # open tags whose content is not text (scripts, styles...)
+        self._title: list[str] | None = None
+        self._heading: list[str] | None = None
+        self._heading_level = 0
+        self._row: list[str] | None = None
+        self._cell: list[str] | None = None
 
-    def flush() -> None:
-        lines = [" ".join(line.split()) for line in "".join(inline).split("\n")]
+    def start(self, tag: Any, attrib: Any, nsmap: Any = None) -> None:
+        name = tag.lower() if isinstance(tag, str) else ""
+        action = "inline"
+        if name == "title" and self._title is None and not self.title:
+            self._title = []
+            action = "title"
+        elif self._dropped or name in _DROPPED_TAGS:
+            self._dropped += 1
+            action = "dropped"
+        elif self._heading is not None or self._cell is not None:
+            # Inside a heading or a table cell: everything is its text, words apart.
+            self._words().append(" ")
+        elif self._row is not None:
+            if name in ("td", "th"):
+                self._cell = []
+                action = "cell"
+        elif name in _HEADING_TAGS:
+            self._flush()
+            self._heading = []
+            self._heading_level = _HEADING_TAGS[name]
+            action = "heading"
+        elif name == "br":
+            self._inline.append("\n")
+        elif name == "tr":
+            self._flush()
+            self._row = []
+            action = "row"
+        elif name in _BLOCK_TAGS:
+            self._flush()
+            if name == "li":
+                self._inline.append("- ")
+            action = "block"
+        self._open.append((name, action))
+        self._open_count[name] = self._open_count.get(name, 0) + 1
+
+    def end(self, tag: Any) -> None:
+        name = tag.lower() if isinstance(tag, str) else ""
+        if not self._open_count.get(name):
+            return  # an end tag nothing opened
+        while self._open:
+            opened, action = self._open.pop()
+            self._open_count[opened] -= 1
+            self._close(action)
+            if opened == name:
+                return
+
+    def data(self, text: str) -> None:
+        if self._title is not None:
+            self._title.append(text)
+        elif self._dropped:
+            return
+        elif self._heading is not None or self._cell is not None:
+            self._words().append(text)
+        elif self._row is None:
+            self._inline.append(text)
+
+    def close(self) -> None:
+        while self._open:
+            self._close(self._open.pop()[1])
+        self._flush()
+
+    def _words(self) -> list[str]:
+        words = self._cell if self._cell is not None else self._heading
+        assert words is not None
+        return words
+
+    def _close(self, action: str) -> None:
+        if action == "title":
+            self.title = " ".join("".join(self._title or []).split())
+            self._title = None
+        elif action == "dropped":
+            self._dropped -= 1
+        elif action == "heading":
+            heading = " ".join("".join(self._heading or []).split())
+            self._heading = None
+            if heading:
+                self._add("", f"{'#' * self._heading_level} {heading}")
+        elif action == "cell":
+            assert self._row is not None
+            self._row.append(" ".join("".join(self._cell or []).split()))
+            self._cell = None
+        elif action == "row":
+            cells, self._row = self._row or [], None
+            if any(cells):
+                self._add(_ROW, " | ".join(cells))
+        elif action == "block":
+            self._flush()
+
+    def _flush(self) -> None:
+        lines = [" ".join(line.split()) for line in "".join(self._inline).split("\n")]
         text = "\n".join(line for line in lines if line)
         if text and text != "-":
-            blocks.append((_ITEM if text.startswith("- ") else "", text))
-        inline.clear()
+            self._add(_ITEM if text.startswith("- ") else "", text)
+        self._inline.clear()
 
-    stack: list[Any] = [iter(soup.contents)]
-    closers: list[Callable[[], None] | None] = [None]
-    while stack:
-        child = next(stack[-1], None)
-        if child is None:
-            stack.pop()
-            closer = closers.pop()
-            if closer is not None:
-                closer()
-            continue
-        if isinstance(child, NavigableString):
-            if type(child) is NavigableString:  # not a comment, doctype or declaration
-                inline.append(str(child))
-            continue
-        if not isinstance(child, Tag) or child.name in _DROPPED_TAGS:
-            continue
-        name = child.name
-        if name in _HEADING_TAGS:
-            flush()
-            heading = " ".join(child.get_text(" ").split())
-            if heading:
-                blocks.append(("", f"{'#' * _HEADING_TAGS[name]} {heading}"))
-            continue
-        if name == "br":
-            inline.append("\n")
-            continue
-        if name == "tr":
-            flush()
-            cells = [
-                " ".join(cell.get_text(" ").split())
-                for cell in child.find_all(["td", "th"], recursive=False)
-            ]
-            if any(cells):
-                blocks.append((_ROW, " | ".join(cells)))
-            continue
-        if name in _BLOCK_TAGS:
-            flush()
-            if name == "li":
-                inline.append("- ")
-            stack.append(iter(child.contents))
-            closers.append(flush)
-            continue
-        stack.append(iter(child.contents))
-        closers.append(None)
-    flush()
-    return blocks
+    def _add(self, kind: str, text: str) -> None:
+        # A page too long is refused as soon as it is known to be.
+        self._length += len(text) + 2
+        check_text_length(self._length)
+        self.blocks.append((kind, text))
 
 
 # PDF --------------------------------------------------------------------------------------------
@@ -405,7 +558,12 @@ def _pdf(data: bytes) -> tuple[str, str]:
         reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not _opens_without_password(reader):
             raise ConversionError("the PDF is encrypted (password protected) and cannot be read")
-        pages = [(page.extract_text() or "").strip() for page in reader.pages]
+        pages = []
+        total = 0
+        for page in reader.pages:
+            pages.append((page.extract_text() or "").strip())
+            total += len(pages[-1]) + 2
+            check_text_length(total)
         metadata = reader.metadata
         title = str(metadata.title or "") if metadata is not None else ""
     except ConversionError:
@@ -431,7 +589,9 @@ def _docx(data: bytes) -> tuple[str, str]:
     try:
         document = docx.Document(io.BytesIO(data))
         title = document.core_properties.title or ""
-        text = join_blocks(_docx_blocks(document))
+        text = join_blocks(_capped(_docx_blocks(document)))
+    except ConversionError:
+        raise
     except Exception as exc:  # python-docx and lxml raise many kinds on malformed files
         raise ConversionError(f"the DOCX cannot be read: {_reason(exc)}") from None
     return title or first_heading(text, level=1) or first_heading(text), text
@@ -452,10 +612,11 @@ def check_docx_archive(data: bytes) -> None:
                 "(it may be a zip bomb)"
             )
         total = sum(entry.file_size for entry in entries)
-        if total > DOCX_MAX_UNCOMPRESSED_BYTES:
+        limit = docx_max_unpacked_bytes()
+        if total > limit:
             raise ConversionError(
-                f"the DOCX unpacks to {total:,} bytes; at most {DOCX_MAX_UNCOMPRESSED_BYTES:,} "
-                "are read (it may be a zip bomb)"
+                f"the DOCX unpacks to {total:,} bytes; at most {limit:,} are read "
+                "(it may be a zip bomb)"
             )
         for entry in entries:
             if entry.file_size < _RATIO_CHECKED_FROM:

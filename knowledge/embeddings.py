@@ -87,6 +87,11 @@ def embed(actor: Actor, texts: list[str]) -> list[list[float]]:
     return vectors
 
 
+def fingerprint(actor: Actor) -> str:
+    """Return what decides the vectors an actor answers: its provider, model and base URL."""
+    return json.dumps([actor.provider, actor.model, (actor.base_url or "").strip()])
+
+
 def scripted_embedding(text: str, dimensions: int = SCRIPTED_DIMENSIONS) -> list[float]:
     """Return the text's lowercased words hashed into `dimensions` signed buckets, length 1.
 

@@ -9,12 +9,15 @@ document FAILED with the reason.
 
 Changing how chunks are made (size, overlap, embedding actor) bumps the base's
 `settings_revision`; every document indexed under an older one is queued again (`reindex`).
+So does a change of the embedding actor itself (its provider, model or base URL: the
+base's `embedding_fingerprint`), found when the settings are saved (`reindex_if_stale`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -30,7 +33,7 @@ from workflows.models import SLUG_VALIDATOR, Actor
 
 from . import chunking, vectors
 from .convert import base_name, check_size, convert
-from .embeddings import EmbeddingError, embed
+from .embeddings import EmbeddingError, embed, fingerprint
 from .models import (
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_SIZE,
@@ -120,30 +123,36 @@ def create_base(
 def update_settings(base: KnowledgeBase, **changes: Any) -> KnowledgeBase:
     """Change the base's name, description, chunk size, overlap or embedding actor.
 
-    A change to how chunks are made bumps `settings_revision` and queues every document
-    again; a new embedding actor also forgets the old vectors' dimensions.
+    A change to how chunks are made, or an embedding actor that now uses another model than
+    the one that made the base's vectors, bumps `settings_revision` and queues every document
+    again; a new embedding model also forgets the old vectors' dimensions. Compared with the
+    row as it is (locked), not with `base`, which may be an old copy.
     """
     unknown = sorted(set(changes) - set(_SETTINGS))
     if unknown:
         raise TypeError(f"not a knowledge base setting: {', '.join(unknown)}")
-    merged = {name: changes.get(name, getattr(base, name)) for name in _SETTINGS}
-    errors = settings_errors(
-        name=merged["name"],
-        chunk_size=merged["chunk_size"],
-        chunk_overlap=merged["chunk_overlap"],
-        embedding_actor=merged["embedding_actor"],
-    )
-    if errors:
-        raise SettingsInvalid(errors)
-    reindexing = any(
-        name in changes and changes[name] != getattr(base, name) for name in INDEX_SETTINGS
-    )
-    fields: dict[str, Any] = {name: changes[name] for name in changes}
-    if "name" in fields:
-        fields["name"] = fields["name"].strip()
-    if "embedding_actor" in changes and changes["embedding_actor"] != base.embedding_actor:
-        fields["embedding_dimensions"] = None
     with transaction.atomic():
+        locked = KnowledgeBase.objects.select_for_update().get(pk=base.pk)
+        merged = {name: changes.get(name, getattr(locked, name)) for name in _SETTINGS}
+        errors = settings_errors(
+            name=merged["name"],
+            chunk_size=merged["chunk_size"],
+            chunk_overlap=merged["chunk_overlap"],
+            embedding_actor=merged["embedding_actor"],
+        )
+        if errors:
+            raise SettingsInvalid(errors)
+        fields: dict[str, Any] = {name: changes[name] for name in changes}
+        if "name" in fields:
+            fields["name"] = fields["name"].strip()
+        new_model = merged["embedding_actor"] != locked.embedding_actor or _stale_embeddings(
+            locked, merged["embedding_actor"]
+        )
+        reindexing = new_model or any(
+            name in changes and changes[name] != getattr(locked, name) for name in INDEX_SETTINGS
+        )
+        if new_model:
+            fields.update(embedding_dimensions=None, embedding_fingerprint="")
         if reindexing:
             fields["settings_revision"] = F("settings_revision") + 1
         KnowledgeBase.objects.filter(pk=base.pk).update(**fields, updated_at=timezone.now())
@@ -151,6 +160,33 @@ def update_settings(base: KnowledgeBase, **changes: Any) -> KnowledgeBase:
         if reindexing:
             reindex(base)
     return base
+
+
+def reindex_if_stale(base: KnowledgeBase) -> bool:
+    """Re-index the base if its embedding actor now uses another model than the one that made
+    its vectors (provider, model or base URL changed); return whether it does."""
+    with transaction.atomic():
+        locked = KnowledgeBase.objects.select_for_update().get(pk=base.pk)
+        if not _stale_embeddings(locked, locked.embedding_actor):
+            return False
+        KnowledgeBase.objects.filter(pk=base.pk).update(
+            settings_revision=F("settings_revision") + 1,
+            embedding_dimensions=None,
+            embedding_fingerprint="",
+            updated_at=timezone.now(),
+        )
+        base.refresh_from_db()
+        reindex(base)
+    return True
+
+
+def _stale_embeddings(base: KnowledgeBase, actor: Actor | None) -> bool:
+    """Say whether the base's vectors were made by another model than `actor` uses now."""
+    return (
+        actor is not None
+        and bool(base.embedding_fingerprint)
+        and base.embedding_fingerprint != fingerprint(actor)
+    )
 
 
 def share_base(
@@ -336,6 +372,12 @@ class _Plan:
     size: int
     overlap: int
     actor: Actor | None
+    # Which claim of the document this ingestion is (see `_claim`).
+    token: str = ""
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.actor) if self.actor is not None else ""
 
 
 def ingest_document(document_id: int) -> bool:
@@ -344,16 +386,19 @@ def ingest_document(document_id: int) -> bool:
     Idempotent: a document that is not queued (indexed already, being indexed, deleted) is
     left alone, unless its ingestion stopped moving `STALE_AFTER` ago (a killed worker).
     """
-    if not _claim(document_id):
+    token = _claim(document_id)
+    if token is None:
         return False
     document = Document.objects.select_related("knowledge_base__embedding_actor").get(
         pk=document_id
     )
     base = document.knowledge_base
-    plan = _Plan(base.settings_revision, base.chunk_size, base.chunk_overlap, base.embedding_actor)
+    plan = _Plan(
+        base.settings_revision, base.chunk_size, base.chunk_overlap, base.embedding_actor, token
+    )
     try:
         pieces = chunking.split(document.text, plan.size, plan.overlap)
-        _progress(document_id, done=0, total=len(pieces))
+        _progress(document_id, plan, done=0, total=len(pieces))
         embeddings = _embed_all(document_id, base, plan, [p.text for p in pieces])
         return _store(document_id, base.pk, plan, document.title, pieces, embeddings)
     except _Superseded:
@@ -368,30 +413,37 @@ def ingest_document(document_id: int) -> bool:
 
 
 class _Superseded(Exception):
-    """The document was deleted, or its base's settings changed, while it was indexed."""
+    """The document was deleted, its base's settings changed, or another ingestion took it
+    over, while it was indexed."""
 
 
-def _claim(document_id: int) -> bool:
+def _claim(document_id: int) -> str | None:
+    """Claim the document for this ingestion; return the claim's token, or None if it is not
+    to be ingested now. A claim of a stalled ingestion gives it a new token: the old one,
+    should it wake up, then writes nothing."""
     stale = timezone.now() - STALE_AFTER
     claimable = Q(status=Document.Status.QUEUED) | Q(
         status=Document.Status.INGESTING, updated_at__lt=stale
     )
-    return bool(
-        Document.objects.filter(claimable, pk=document_id).update(
-            status=Document.Status.INGESTING,
-            chunks_done=0,
-            chunks_total=0,
-            error="",
-            updated_at=timezone.now(),
-        )
+    token = uuid.uuid4().hex
+    claimed = Document.objects.filter(claimable, pk=document_id).update(
+        status=Document.Status.INGESTING,
+        claim_token=token,
+        chunks_done=0,
+        chunks_total=0,
+        error="",
+        updated_at=timezone.now(),
     )
+    return token if claimed else None
 
 
-def _progress(document_id: int, *, done: int, total: int | None = None) -> None:
+def _progress(document_id: int, plan: _Plan, *, done: int, total: int | None = None) -> None:
     fields: dict[str, Any] = {"chunks_done": done, "updated_at": timezone.now()}
     if total is not None:
         fields["chunks_total"] = total
-    Document.objects.filter(pk=document_id, status=Document.Status.INGESTING).update(**fields)
+    Document.objects.filter(
+        pk=document_id, status=Document.Status.INGESTING, claim_token=plan.token
+    ).update(**fields)
 
 
 def _embed_all(
@@ -412,21 +464,26 @@ def _embed_all(
         if answer:
             _check_dimensions(base, plan, len(answer[0]))
         out += [vectors.to_bytes(vector) for vector in answer]
-        _progress(document_id, done=len(out))
+        _progress(document_id, plan, done=len(out))
     return out
 
 
 def _check_dimensions(base: KnowledgeBase, plan: _Plan, dimensions: int) -> None:
-    """Record the base's vector size on its first embedding; refuse a different one later."""
+    """Record the base's vector size and model on its first embedding; refuse another later."""
     KnowledgeBase.objects.filter(
         pk=base.pk, embedding_dimensions__isnull=True, settings_revision=plan.revision
-    ).update(embedding_dimensions=dimensions)
+    ).update(embedding_dimensions=dimensions, embedding_fingerprint=plan.fingerprint)
     current = KnowledgeBase.objects.filter(pk=base.pk).values_list(
-        "settings_revision", "embedding_dimensions"
+        "settings_revision", "embedding_dimensions", "embedding_fingerprint"
     )
     row = current.first()
     if row is None or row[0] != plan.revision:
         raise _Superseded
+    if row[2] and row[2] != plan.fingerprint:
+        raise IngestError(
+            "the embedding actor now uses another model than the one that embedded this "
+            "knowledge base; save its settings to re-index it"
+        )
     if row[1] != dimensions:
         raise IngestError(
             f"the embedding actor answered vectors of {dimensions} dimensions; this knowledge "
@@ -483,8 +540,10 @@ def _fail(document_id: int, base_id: int, plan: _Plan, error: str) -> None:
 
 
 def _still_current(document_id: int, base_id: int, plan: _Plan) -> bool:
-    """Lock the document; say whether it exists and its base's settings are still the plan's."""
-    if not Document.objects.select_for_update().filter(pk=document_id).exists():
+    """Lock the document; say whether it exists, is still this ingestion's (not taken over),
+    and its base's settings are still the plan's."""
+    claimed = Document.objects.select_for_update().filter(pk=document_id, claim_token=plan.token)
+    if not claimed.exists():
         return False
     revision = (
         KnowledgeBase.objects.filter(pk=base_id).values_list("settings_revision", flat=True).first()

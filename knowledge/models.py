@@ -41,6 +41,9 @@ class KnowledgeBase(models.Model):
     )
     # Set by the first embedding; a later answer of another size is an error.
     embedding_dimensions = models.PositiveIntegerField(null=True, blank=True)
+    # Which model made the vectors (`embeddings.fingerprint`: provider, model, base URL), set
+    # with the dimensions: an actor changed to another model since cannot search them.
+    embedding_fingerprint = models.TextField(blank=True)
     # Bumped when a setting above changes; a document whose chunks are older is re-indexed.
     settings_revision = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -81,6 +84,8 @@ class Document(models.Model):
     error = models.TextField(blank=True)
     # The knowledge base's settings_revision its chunks were made with (0: none yet).
     indexed_revision = models.PositiveIntegerField(default=0)
+    # Set by each claim of an ingestion: one that was taken over (it stalled) writes nothing.
+    claim_token = models.CharField(max_length=32, blank=True)
     uploaded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -4,7 +4,11 @@
 - `semantic`: the query embedded by the base's embedding actor, then the chunks nearest by
   cosine similarity (`vectors.py`), score the similarity clipped to [0, 1];
 - `hybrid`: both rankings fused by reciprocal rank fusion (k=60), scaled so that a chunk first
-  in both scores 1.0. A base without an embedding actor searches by words only.
+  in every ranking that found something scores 1.0. A base without an embedding actor, or
+  with no chunk embedded yet, searches by words only.
+
+By meaning, chunks less similar to the query than SEMANTIC_FLOOR are no candidates at all:
+nearest neighbours always exist, however unrelated, and would otherwise always be returned.
 
 `min_score` filters on the score of the mode asked for (a hybrid search that fell back to
 words filters on their score).
@@ -16,14 +20,18 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .embeddings import EmbeddingError, embed
+from workflows.engine.sources import MAX_TOP_K, MODES
+
+from .embeddings import EmbeddingError, embed, fingerprint
 from .fulltext import fulltext_ranking, parse_query
 from .models import Chunk, KnowledgeBase
 from .vectors import nearest
 
-MODES = ("fulltext", "semantic", "hybrid")
-MAX_TOP_K = 100
+__all__ = ["MAX_TOP_K", "MODES", "SEMANTIC_FLOOR", "Hit", "SearchError", "fuse", "search"]
+
 RRF_K = 60
+# The lowest cosine similarity a chunk found by meaning may have (see the module's docstring).
+SEMANTIC_FLOOR = 0.2
 # Each ranking fused in hybrid mode reads this many more candidates than it returns.
 CANDIDATE_FACTOR = 4
 MIN_CANDIDATES = 50
@@ -98,7 +106,7 @@ def search(
     if mode == "fulltext":
         ranking = words
     elif mode == "semantic":
-        ranking = [(pk, min(1.0, max(0.0, score))) for pk, score in semantic]
+        ranking = [(pk, min(1.0, score)) for pk, score in semantic]
     else:
         ranking = fuse([words, semantic])
     kept = [(pk, score) for pk, score in ranking if score >= min_score][:top_k]
@@ -106,12 +114,13 @@ def search(
 
 
 def fuse(rankings: Sequence[Sequence[tuple[int, float]]]) -> list[tuple[int, float]]:
-    """Return the rankings fused by reciprocal rank fusion, 1.0 for first in every ranking."""
+    """Return the rankings fused by reciprocal rank fusion, 1.0 for first in every ranking
+    that found something (an empty ranking, e.g. no chunk embedded yet, halves no score)."""
     fused: dict[int, float] = {}
     for ranking in rankings:
         for rank, (pk, _score) in enumerate(ranking, start=1):
             fused[pk] = fused.get(pk, 0.0) + 1.0 / (RRF_K + rank)
-    best = len(rankings) / (RRF_K + 1)
+    best = max(1, sum(1 for ranking in rankings if ranking)) / (RRF_K + 1)
     return sorted(((pk, total / best) for pk, total in fused.items()), key=lambda i: (-i[1], i[0]))
 
 
@@ -120,6 +129,11 @@ def _semantic_ranking(base: KnowledgeBase, query: str, *, limit: int) -> list[tu
         return []  # nothing embedded yet: no chunk to compare with
     actor = base.embedding_actor
     assert actor is not None
+    if base.embedding_fingerprint and base.embedding_fingerprint != fingerprint(actor):
+        raise SearchError(
+            f"the knowledge base's embeddings were made by another model than embedding actor "
+            f"{actor.name!r} now uses; re-index it"
+        )
     try:
         [vector] = embed(actor, [query[:MAX_EMBEDDED_QUERY_CHARS]])
     except EmbeddingError as exc:
@@ -130,7 +144,9 @@ def _semantic_ranking(base: KnowledgeBase, query: str, *, limit: int) -> list[tu
             f"{len(vector)} dimensions, but the chunks of {base.slug!r} have "
             f"{base.embedding_dimensions}; re-index the knowledge base"
         )
-    return nearest(base, vector, limit=limit)
+    return [
+        (pk, score) for pk, score in nearest(base, vector, limit=limit) if score >= SEMANTIC_FLOOR
+    ]
 
 
 def _hits(base: KnowledgeBase, ranking: list[tuple[int, float]]) -> list[Hit]:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from .models import Chunk, Document, KnowledgeBase
+
+# Documents on their way to being searchable.
+MOVING = (Document.Status.QUEUED, Document.Status.INGESTING)
 
 
 def knowledge_bases_for(user: AbstractBaseUser | AnonymousUser) -> QuerySet[KnowledgeBase]:
@@ -24,25 +29,30 @@ def knowledge_bases_for(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Know
 
 
 def knowledge_bases_listed(user: AbstractBaseUser | AnonymousUser) -> QuerySet[KnowledgeBase]:
-    """Return the user's knowledge bases with `document_count` and `chunk_count` (one query)."""
+    """Return the user's knowledge bases with `document_count`, `chunk_count` and
+    `moving_count` (documents queued or being ingested), in one query."""
     return _with_counts(knowledge_bases_for(user))
 
 
 def base_with_counts(base: KnowledgeBase) -> KnowledgeBase:
-    """Return the base read again, with `document_count` and `chunk_count`."""
+    """Return the base read again, with `document_count`, `chunk_count` and `moving_count`."""
     return _with_counts(
         KnowledgeBase.objects.select_related("owner", "embedding_actor").filter(pk=base.pk)
     ).get()
 
 
 def _with_counts(bases: QuerySet[KnowledgeBase]) -> QuerySet[KnowledgeBase]:
-    return bases.annotate(document_count=_count(Document), chunk_count=_count(Chunk))
+    return bases.annotate(
+        document_count=_count(Document),
+        chunk_count=_count(Chunk),
+        moving_count=_count(Document, status__in=MOVING),
+    )
 
 
-def _count(model: type[Document] | type[Chunk]) -> Coalesce:
+def _count(model: type[Document] | type[Chunk], **where: Any) -> Coalesce:
     # One subquery per count: joining both tables would count every (document, chunk) pair.
     rows = (
-        model.objects.filter(knowledge_base=OuterRef("pk"))
+        model.objects.filter(knowledge_base=OuterRef("pk"), **where)
         .order_by()
         .values("knowledge_base")
         .annotate(n=Count("pk"))

@@ -11,13 +11,17 @@ from django.contrib.auth.models import Group
 from rest_framework import serializers
 
 from workflows.apis.schema import StrictText
+from workflows.engine.sources import (
+    DEFAULT_MIN_SCORE,
+    DEFAULT_MODE,
+    DEFAULT_TOP_K,
+    MAX_TOP_K,
+    MODES,
+)
 from workflows.models import SLUG_VALIDATOR, Actor
 
 from ..ingest import MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
 from ..models import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Document, KnowledgeBase
-
-SEARCH_MODES = ("hybrid", "fulltext", "semantic")
-MAX_TOP_K = 50
 
 
 class KnowledgeBaseOutput(serializers.ModelSerializer):
@@ -173,9 +177,9 @@ class DocumentUploadInput(StrictText, serializers.Serializer):
 
 class SearchInput(serializers.Serializer):
     q = serializers.CharField(max_length=2000, help_text="what to look for")
-    mode = serializers.ChoiceField(choices=SEARCH_MODES, default="hybrid")
-    top_k = serializers.IntegerField(min_value=1, max_value=MAX_TOP_K, default=5)
-    min_score = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.0)
+    mode = serializers.ChoiceField(choices=MODES, default=DEFAULT_MODE)
+    top_k = serializers.IntegerField(min_value=1, max_value=MAX_TOP_K, default=DEFAULT_TOP_K)
+    min_score = serializers.FloatField(min_value=0.0, max_value=1.0, default=DEFAULT_MIN_SCORE)
 
 
 class HitOutput(serializers.Serializer):
@@ -190,5 +194,5 @@ class HitOutput(serializers.Serializer):
 
 class SearchOutput(serializers.Serializer):
     query = serializers.CharField()
-    mode = serializers.ChoiceField(choices=SEARCH_MODES)
+    mode = serializers.ChoiceField(choices=MODES)
     hits = HitOutput(many=True)

@@ -3,8 +3,8 @@ access, or the hits a dry run's script gives instead.
 
 What was searched and found is kept on the StepRun as `details["retrieval"]`:
 `{"searches": [{"knowledge_base", "query", "mode", "top_k", "min_score", "error"?,
-"scripted"?}], "hits": [Hit.as_json() + {"number": n}]}`; the engine reads the hits as
-numbered citations (`engine.Citation`).
+"scripted"?, "note"?}], "hits": [Hit.as_json() + {"number": n}]}`; the engine reads the hits
+as numbered citations (`engine.Citation`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ from .session import Session
 
 # A dry run's script gives a step's hits under this prefix and the step's key.
 SCRIPT_PREFIX = "sources."
+# Said of a search whose query rendered empty: it finds nothing (a branch on "no hits" takes
+# it), it does not fail the step.
+EMPTY_QUERY_NOTE = "the query is empty, so nothing was searched"
 
 
 class SourcesFailed(Exception):
@@ -46,10 +49,10 @@ def script_key(step_key: str) -> str:
 def retrieve(session: Session, default_query: str, retrieval: Retrieval) -> None:
     """Search each of the step's sources in order, filling `retrieval`.
 
-    A search without a query searches for `default_query`. Raise SourcesFailed at the first
-    search that cannot run (the base is unknown or unreadable, the query renders empty, the
-    search fails); `retrieval` then holds the searches made so far, the failed one with its
-    error.
+    A search without a query searches for `default_query`; one whose query renders empty
+    finds nothing (noted on it). Raise SourcesFailed at the first search that cannot run (the
+    base is unknown or unreadable, the search fails); `retrieval` then holds the searches
+    made so far, the failed one with its error.
     """
     claim = session.claim
     step = claim.step
@@ -73,19 +76,24 @@ def retrieve(session: Session, default_query: str, retrieval: Retrieval) -> None
             search_doc["scripted"] = True
             continue
         try:
-            found += _search(session, source, query)
+            found += _search(session, source, query, search_doc)
         except SourcesFailed as exc:
             search_doc["error"] = str(exc)
             raise SourcesFailed(f"{where} ({source.knowledge_base}): {exc}") from None
     retrieval.hits = engine.numbered(scripted if scripted is not None else found)
 
 
-def _search(session: Session, source: engine.SourceSpec, query: str) -> list[dict[str, Any]]:
+def _search(
+    session: Session, source: engine.SourceSpec, query: str, search_doc: dict[str, Any]
+) -> list[dict[str, Any]]:
     base = readable_base(session.creator(), source.knowledge_base)
     if base is None:
         raise SourcesFailed(
             f"there is no knowledge base '{source.knowledge_base}' that the run's creator may read"
         )
+    if not query.strip():
+        search_doc["note"] = EMPTY_QUERY_NOTE
+        return []
     try:
         hits = search(base, query, mode=source.mode, top_k=source.top_k, min_score=source.min_score)
     except SearchError as exc:

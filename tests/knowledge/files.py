@@ -83,6 +83,16 @@ def word(title: str | None = "Ferry Timetable") -> bytes:
     return out.getvalue()
 
 
+def word_of(paragraphs: list[str]) -> bytes:
+    """Return a DOCX of these paragraphs."""
+    document = docx.Document()
+    for text in paragraphs:
+        document.add_paragraph(text)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
 def zip_of(entries: dict[str, bytes], *, compression: int = zipfile.ZIP_DEFLATED) -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=compression) as archive:

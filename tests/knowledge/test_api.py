@@ -431,3 +431,18 @@ def test_a_user_it_is_shared_with_may_upload_and_search(
         upload(client, "harbour", "notes.txt", b"Boats moor at the east quay.").status_code == 201
     )
     assert client.get(f"{BASES}harbour/search/", {"q": "storm"}).status_code == 200
+
+
+def test_an_embedding_actor_in_use_cannot_be_deleted_and_the_refusal_says_by_what(
+    staff_api: APIClient, base: KnowledgeBase, scripted_embedder: Actor
+) -> None:
+    base.embedding_actor = scripted_embedder
+    base.save()
+
+    response = staff_api.delete(f"/api/actors/{scripted_embedder.pk}/")
+
+    assert response.status_code == 409
+    assert response.json()["errors"] == [
+        "$: it is still used (by 1 knowledge base) and cannot be deleted"
+    ]
+    assert Actor.objects.filter(pk=scripted_embedder.pk).exists()

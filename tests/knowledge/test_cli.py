@@ -89,6 +89,17 @@ def test_it_explains_what_is_wrong(
     assert not Document.objects.exists()
 
 
+def test_an_uploader_must_be_allowed_to_change_the_base(
+    folder: Path, base: KnowledgeBase, other_user: Any
+) -> None:
+    with pytest.raises(CommandError, match=r"user '\w+' may not add files to knowledge base"):
+        upload("harbour", str(folder / "guide.md"), "--user", other_user.username)
+    assert not Document.objects.exists()
+
+    base.shared_with_users.add(other_user)
+    assert "added: " in upload("harbour", str(folder / "guide.md"), "--user", other_user.username)
+
+
 def test_creating_a_base_needs_an_owner(folder: Path, db: None) -> None:
     with pytest.raises(CommandError, match="no superuser to own the knowledge base"):
         upload("harbour", str(folder / "guide.md"), "--create")
@@ -141,6 +152,19 @@ def test_it_says_when_nothing_is_found(base: KnowledgeBase) -> None:
     ingest.ingest_document(add(base, "guide.md", files.MARKDOWN).pk)
 
     assert search("harbour", "volcano", "--mode", "fulltext") == "no hits\n"
+
+
+def test_it_searches_as_a_user_who_may_read_the_base(base: KnowledgeBase, other_user: Any) -> None:
+    ingest.ingest_document(add(base, "guide.md", files.MARKDOWN).pk)
+    name = other_user.username
+
+    with pytest.raises(CommandError, match=f"no knowledge base 'harbour' that user '{name}' may"):
+        search("harbour", "storm", "--mode", "fulltext", "--user", name)
+    base.shared_with_users.add(other_user)
+
+    assert search("harbour", "storm", "--mode", "fulltext", "--user", name).startswith("[1] ")
+    with pytest.raises(CommandError, match="no user 'nobody'"):
+        search("harbour", "storm", "--user", "nobody")
 
 
 @pytest.mark.parametrize(

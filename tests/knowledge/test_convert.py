@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from knowledge import convert as convert_module
-from knowledge.convert import ConversionError, FileTooLarge, convert
+from knowledge.convert import ConversionError, FileTooLarge, TextTooLong, convert
 from tests.knowledge import files
 
 
@@ -168,3 +170,90 @@ def test_it_refuses_a_file_over_the_size_limit(settings: object) -> None:
     with pytest.raises(FileTooLarge, match="the file is 101 bytes; the limit is 100 bytes"):
         convert("big.txt", b"x" * 101)
     assert convert("fits.txt", b"x" * 100).text == "x" * 100
+
+
+def test_a_docx_may_unpack_to_a_few_times_the_upload_limit_only(settings: object) -> None:
+    settings.KNOWLEDGE_MAX_UPLOAD_BYTES = 10_000  # type: ignore[attr-defined]
+    # 60,000 bytes of XML deflate to a few hundred: well under the upload limit.
+    data = files.zip_of({"word/document.xml": b"<w/>" * 15_000})
+
+    with pytest.raises(ConversionError, match="unpacks to 60,000 bytes; at most 50,000 are read"):
+        convert("bomb.docx", data)
+
+
+def test_a_docx_never_unpacks_to_more_than_a_hundred_megabytes(settings: object) -> None:
+    settings.KNOWLEDGE_MAX_UPLOAD_BYTES = 1024 * 1024 * 1024  # type: ignore[attr-defined]
+
+    assert convert_module.docx_max_unpacked_bytes() == 100 * 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("long.txt", b"x" * 1001),
+        ("long.md", b"# Long\n\n" + b"word " * 300),
+        ("long.html", b"<p>" + b"word " * 300 + b"</p>"),
+        ("long.pdf", files.pdf("word " * 150, "word " * 150)),
+        ("long.docx", files.word_of(["word " * 150] * 2)),
+    ],
+    ids=["text", "markdown", "html", "pdf", "docx"],
+)
+def test_it_refuses_a_text_longer_than_the_limit(settings: object, name: str, data: bytes) -> None:
+    settings.KNOWLEDGE_MAX_TEXT_CHARS = 1000  # type: ignore[attr-defined]
+
+    with pytest.raises(TextTooLong, match=r"text is over 1,000 characters.*smaller files"):
+        convert(name, data)
+
+
+def test_a_text_of_the_limit_fits(settings: object) -> None:
+    settings.KNOWLEDGE_MAX_TEXT_CHARS = 1000  # type: ignore[attr-defined]
+
+    assert len(convert("fits.txt", b"x" * 1000).text) == 1000
+
+
+def test_it_reads_a_page_of_unclosed_tags_in_linear_time() -> None:
+    # Every <div> is left open: a parser that builds a tree nests them 40,000 deep.
+    page = b"<html><body>" + b"<div><p>hello <b>world</b> foo</p>" * 40_000 + b"</body></html>"
+
+    started = time.monotonic()
+    text = convert("open.html", page).text
+    elapsed = time.monotonic() - started
+
+    assert text.split("\n\n") == ["hello world foo"] * 40_000
+    assert elapsed < 5, f"{elapsed:.1f} s"
+
+
+def test_it_reads_html_in_its_declared_encoding_and_keeps_the_title_of_the_head() -> None:
+    page = (
+        b'<html><head><meta charset="windows-1252"><title>Caf\xe9 rules</title></head>'
+        b"<body><h2>Menu</h2><p>Cr\xe8me br\xfbl\xe9e<br>th\xe9</p>"
+        b"<table><tr><td>tea<table><tr><td>inner</td></tr></table></td><td>2</td></tr></table>"
+        b"</body></html>"
+    )
+
+    converted = convert("cafe.html", page)
+
+    assert converted.title == "Café rules"
+    assert converted.text == "## Menu\n\nCrème brûlée\nthé\n\ntea inner | 2"
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        # UTF-8 with an encoded surrogate: once read as UTF-16, "ꃭ憀换".
+        (b"\xed\xa0\x80abc", "it is not valid UTF-8 .at byte 0."),
+        (b"caf\xc3", "it reads as utf_16_be only by pairing its bytes"),
+    ],
+    ids=["encoded-surrogate", "cut-character"],
+)
+def test_it_refuses_text_whose_encoding_reads_as_garbage(data: bytes, reason: str) -> None:
+    with pytest.raises(ConversionError, match=f"encoding cannot be recognised: {reason}"):
+        convert("notes.txt", data)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "text"),
+    [("cp1251", "Привет, как дела? Это тест."), ("shift_jis", "日本語のテキストです。")],
+)
+def test_it_still_reads_text_in_other_legacy_encodings(encoding: str, text: str) -> None:
+    assert convert("notes.txt", text.encode(encoding)).text == text

@@ -15,7 +15,9 @@ from django.utils import timezone
 from config.celery import app as celery_app
 from knowledge import ingest, vectors
 from knowledge.convert import ConversionError
+from knowledge.embeddings import EmbeddingError, fingerprint
 from knowledge.models import Chunk, Document, KnowledgeBase
+from knowledge.search import SearchError, search
 from tests.knowledge import files
 from tests.knowledge.conftest import KnowledgeBaseFactory, add, wait_until_done
 from tests.knowledge.embedding_stub import MakeActor
@@ -333,7 +335,106 @@ def test_a_document_deleted_during_ingestion_is_not_written(
     assert not Chunk.objects.exists()
 
 
+def test_an_ingestion_taken_over_writes_nothing_when_it_wakes_up(
+    base: KnowledgeBase, scripted_embedder: Actor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ingest.update_settings(base, embedding_actor=scripted_embedder)
+    document = add(base, "guide.md", files.MARKDOWN)
+    real_embed = ingest.embed
+
+    def stalls_then_fails(actor: Actor, texts: list[str]) -> list[list[float]]:
+        # It stalled: another ingestion takes the document over and finishes it...
+        monkeypatch.setattr(ingest, "embed", real_embed)
+        Document.objects.filter(pk=document.pk).update(
+            updated_at=timezone.now() - ingest.STALE_AFTER - timedelta(seconds=1)
+        )
+        assert ingest.ingest_document(document.pk)
+        # ...then this one wakes up, and fails.
+        raise EmbeddingError("the server went away")
+
+    monkeypatch.setattr(ingest, "embed", stalls_then_fails)
+
+    assert not ingest.ingest_document(document.pk)
+    document.refresh_from_db()
+    assert (document.status, document.error) == ("ready", "")
+    assert document.chunks.exists()
+
+
 # Settings and re-indexing -----------------------------------------------------------------------
+
+
+def test_settings_are_compared_with_the_row_not_an_old_copy(base: KnowledgeBase) -> None:
+    old_copy = KnowledgeBase.objects.get(pk=base.pk)
+    ingest.update_settings(base, chunk_size=300)  # revision 2
+
+    ingest.update_settings(old_copy, chunk_size=200)  # a change back, from a copy that says 200
+
+    assert (old_copy.chunk_size, old_copy.settings_revision) == (200, 3)
+
+
+def test_a_change_of_the_embedding_actor_s_model_is_refused_until_reindexed(
+    base: KnowledgeBase, scripted_embedder: Actor, django_capture_on_commit_callbacks: Any
+) -> None:
+    ingest.update_settings(base, embedding_actor=scripted_embedder)
+    document = add(base, "guide.md", files.MARKDOWN)
+    assert ingest.ingest_document(document.pk)
+    base.refresh_from_db()
+    assert base.embedding_fingerprint == fingerprint(scripted_embedder)
+    assert not ingest.reindex_if_stale(base)
+    assert search(base, "storm", mode="semantic")
+
+    Actor.objects.filter(pk=scripted_embedder.pk).update(model="another-model")
+    base = KnowledgeBase.objects.get(pk=base.pk)
+    with pytest.raises(SearchError, match=r"embeddings were made by another model.*re-index it"):
+        search(base, "storm", mode="semantic")
+    with django_capture_on_commit_callbacks() as callbacks:
+        assert ingest.reindex_if_stale(base)
+
+    assert (base.settings_revision, base.embedding_dimensions, base.embedding_fingerprint) == (
+        3,
+        None,
+        "",
+    )
+    assert len(callbacks) == 1
+    assert not ingest.reindex_if_stale(base)
+    assert ingest.ingest_document(document.pk)
+    base.refresh_from_db()
+    assert base.embedding_fingerprint == fingerprint(Actor.objects.get(pk=scripted_embedder.pk))
+    assert search(base, "storm", mode="semantic")
+
+
+def test_saving_the_settings_reindexes_a_base_whose_embedding_model_changed(
+    base: KnowledgeBase, scripted_embedder: Actor
+) -> None:
+    ingest.update_settings(base, embedding_actor=scripted_embedder)
+    document = add(base, "guide.md", files.MARKDOWN)
+    assert ingest.ingest_document(document.pk)
+    Actor.objects.filter(pk=scripted_embedder.pk).update(base_url="http://127.0.0.1:9/v1")
+
+    ingest.update_settings(base, name="Harbour notes")
+
+    document.refresh_from_db()
+    assert (base.settings_revision, base.embedding_fingerprint, document.status) == (
+        3,
+        "",
+        "queued",
+    )
+
+
+def test_an_ingestion_refuses_vectors_of_another_model_than_the_base_holds(
+    base: KnowledgeBase, scripted_embedder: Actor
+) -> None:
+    ingest.update_settings(base, embedding_actor=scripted_embedder)
+    first = add(base, "guide.md", files.MARKDOWN)
+    assert ingest.ingest_document(first.pk)
+    Actor.objects.filter(pk=scripted_embedder.pk).update(model="another-model")
+    second = add(base, "notes.txt", b"Boats moor at the east quay.")
+
+    assert not ingest.ingest_document(second.pk)
+
+    second.refresh_from_db()
+    assert second.status == "failed"
+    assert "another model" in second.error and "re-index" in second.error
 
 
 def test_changing_how_chunks_are_made_reindexes_every_document(

@@ -18,7 +18,7 @@ from knowledge import fulltext, vectors
 from knowledge.embeddings import scripted_embedding
 from knowledge.fulltext import ParsedQuery, parse_query
 from knowledge.models import Chunk, Document, KnowledgeBase
-from knowledge.search import Hit, SearchError, fuse, search
+from knowledge.search import SEMANTIC_FLOOR, Hit, SearchError, fuse, search
 from tests.factories import ActorFactory, UserFactory
 from tests.knowledge.embedding_stub import MakeActor, embedding_actor, stub_server
 from tests.live_server import free_port
@@ -274,6 +274,26 @@ def test_it_scores_by_meaning_as_cosine_similarity_clipped_to_0_1(guide: Knowled
     assert all(0 <= hit.score <= 1 for hit in hits)
 
 
+def test_it_leaves_out_chunks_less_similar_than_the_floor(guide: KnowledgeBase) -> None:
+    # Chunks 1, 2, 3, 8, 9, 10 share only "a little of everything" with the query (< 0.2).
+    hits = search(guide, "invoices", mode="semantic", top_k=10)
+    assert numbers(guide, hits) == [4, 5, 6]
+    assert min(hit.score for hit in hits) >= SEMANTIC_FLOOR == 0.2
+
+
+@pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+def test_an_unrelated_query_finds_nothing_by_meaning(owner: Any, mode: str) -> None:
+    base = KnowledgeBase.objects.create(
+        slug="local",
+        name="Local",
+        owner=owner,
+        embedding_actor=ActorFactory(name="local-embedder"),
+        embedding_dimensions=256,
+    )
+    add_chunks(base, [(t, h, text, scripted_embedding(text)) for t, h, text, _ in CORPUS])
+    assert search(base, "banana", mode=mode, top_k=5) == []
+
+
 def test_it_leaves_out_chunks_not_embedded_yet(guide: KnowledgeBase) -> None:
     Chunk.objects.filter(pk=guide.chunk_ids[0]).update(embedding=None)  # type: ignore[attr-defined]
     hits = search(guide, "login credentials", mode="semantic", top_k=2)
@@ -407,7 +427,25 @@ def test_it_searches_by_words_until_chunks_are_embedded(
     guide.refresh_from_db()
     hits = search(guide, "reset", mode="hybrid")
     assert numbers(guide, hits) == [1, 9]
+    assert hits[0].score == 1.0  # first in the only ranking there is
     assert stub_server.embedding_requests == []
+
+
+def test_an_empty_ranking_halves_no_hybrid_score() -> None:
+    [(first, one), (second, two)] = fuse([[(1, 0.9), (2, 0.5)], []])
+    assert (first, one, second) == (1, 1.0, 2)
+    assert two == pytest.approx(61 / 62)
+    assert fuse([[], [(3, 0.4)]]) == [(3, 1.0)]
+    assert fuse([[], []]) == []
+
+
+def test_hybrid_scores_by_words_alone_when_nothing_is_near_by_meaning(
+    guide: KnowledgeBase, stub_server: StubServer
+) -> None:
+    stub_server.embedder = lambda text: [0.0, 0.0, 0.0, 0.0]  # similar to nothing
+    hits = search(guide, "reset", mode="hybrid", min_score=0.6)
+    assert numbers(guide, hits) == [1, 9]
+    assert hits[0].score == 1.0
 
 
 # -- top_k, min_score, arguments ------------------------------------------------------------
@@ -416,7 +454,7 @@ def test_it_searches_by_words_until_chunks_are_embedded(
 @pytest.mark.parametrize("mode", ["fulltext", "semantic", "hybrid"])
 def test_it_returns_at_most_top_k_hits(guide: KnowledgeBase, mode: str) -> None:
     assert len(search(guide, "password reset login", mode=mode, top_k=1)) == 1
-    assert len(search(guide, "password reset login", mode=mode, top_k=100)) <= len(CORPUS)
+    assert len(search(guide, "password reset login", mode=mode, top_k=50)) <= len(CORPUS)
 
 
 @pytest.mark.parametrize("mode", ["fulltext", "semantic", "hybrid"])
@@ -437,8 +475,8 @@ BAD_ARGUMENTS = [
     ({"query": ""}, "the query is empty"),
     ({"query": " \n\t "}, "the query is empty"),
     ({"mode": "magic"}, "unknown search mode 'magic'; expected one of fulltext, semantic"),
-    ({"top_k": 0}, "top_k must be a whole number from 1 to 100, not 0"),
-    ({"top_k": 101}, "not 101"),
+    ({"top_k": 0}, "top_k must be a whole number from 1 to 50, not 0"),
+    ({"top_k": 51}, "not 51"),
     ({"top_k": True}, "not True"),
     ({"top_k": "5"}, "not '5'"),
     ({"min_score": -0.1}, "min_score must be a number from 0 to 1, not -0.1"),

@@ -53,6 +53,16 @@ def flatten_errors(detail: Any, path: str = "") -> list[str]:
     return [f"{path or '$'}: {detail}"]
 
 
+def _users(exc: ProtectedError) -> str:
+    """Say what holds a protected row, as "by 2 runs, 1 knowledge base"."""
+    counts: dict[tuple[str, str], int] = {}
+    for obj in exc.protected_objects:
+        names = (str(obj._meta.verbose_name), str(obj._meta.verbose_name_plural))
+        counts[names] = counts.get(names, 0) + 1
+    parts = [f"{n} {plural if n > 1 else one}" for (one, plural), n in counts.items()]
+    return "by " + ", ".join(parts)
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """Answer domain errors with a clear JSON body; leave the rest to DRF."""
     if isinstance(exc, RecipeRejected | InputRefused | ActorInvalid):
@@ -61,7 +71,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, ProtectedError):
         return Response(
-            {"errors": ["$: it is still used by runs or recipes and cannot be deleted"]},
+            {"errors": [f"$: it is still used ({_users(exc)}) and cannot be deleted"]},
             status=status.HTTP_409_CONFLICT,
         )
     response = drf_exception_handler(exc, context)

@@ -30,8 +30,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--user",
             default=None,
-            help="the uploader, and the owner of a base --create makes (default: the base's "
-            "owner, or the first superuser)",
+            help="the uploader, who must be allowed to change the base, and the owner of a base "
+            "--create makes (default: the base's owner, or the first superuser)",
         )
         parser.add_argument("--wait", action="store_true", help="wait until every file is ingested")
         parser.add_argument("--timeout", type=float, default=600, help="seconds to wait at most")
@@ -41,6 +41,11 @@ class Command(BaseCommand):
         if base is None and not opts["create"]:
             raise CommandError(f"no knowledge base '{opts['slug']}' (--create makes it)")
         user = self._user(opts["user"], base)
+        if base is not None and not user.has_perm("knowledge.change_knowledgebase", base):
+            raise CommandError(
+                f"user '{user.get_username()}' may not add files to knowledge base "
+                f"'{base.slug}' (it is neither theirs nor shared with them)"
+            )
         if base is None:
             base = self._create(opts["slug"], user)
         queued: list[tuple[str, Document]] = []
