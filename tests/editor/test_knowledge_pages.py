@@ -123,6 +123,19 @@ def test_the_list_shows_your_bases_and_those_shared_with_you_only(
     assert "none (full text only)" in row
 
 
+def test_the_list_says_how_many_documents_are_being_indexed(
+    base: KnowledgeBase, web: Client, author: Any
+) -> None:
+    indexed(base, "guide.md", GUIDE, author)
+    add_document(base, author, "notes.txt", b"Queued, not indexed yet.")
+    add_document(base, author, "more.txt", b"Queued too.")
+
+    page = html(web.get("/knowledge/"))
+
+    row = page[page.index("/knowledge/lighthouse/") :]
+    assert '<td>3 <span class="badge running">2 indexing</span></td>' in row
+
+
 def test_a_user_it_is_shared_with_may_upload_but_not_delete_it(
     base: KnowledgeBase, stranger: Any, stranger_web: Client
 ) -> None:

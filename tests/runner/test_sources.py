@@ -279,6 +279,23 @@ def test_a_base_the_run_creator_may_not_read_fails_the_step_clearly(
     assert (done.status, done.error) == ("failed", f"step 'find' failed: {message}")
 
 
+def test_a_query_that_renders_empty_finds_nothing_and_takes_the_other_branch(
+    owner: Any, docs: KnowledgeBase, writer: Actor
+) -> None:
+    recipe = publish(owner, [retrieve_step(query="{question}"), answer_step(), UNKNOWN])
+
+    done = run(owner, recipe, " \n ")
+
+    assert (done.status, done.outcome) == ("succeeded", "completed")
+    assert taken(done) == ["nothing_found", "said"]
+    find = steps(done)["find"]
+    assert find.status == "succeeded"
+    assert find.details["retrieval"]["hits"] == []
+    [search] = find.details["retrieval"]["searches"]
+    assert search["note"] == "the query is empty, so nothing was searched"
+    assert "error" not in search
+
+
 def test_a_search_error_fails_the_step_with_its_message(owner: Any, writer: Actor) -> None:
     create_base(owner=owner, slug="docs", name="Words only")
     recipe = publish(owner, [retrieve_step(mode="semantic"), answer_step(), UNKNOWN])
