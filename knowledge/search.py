@@ -108,19 +108,20 @@ def search(
     elif mode == "semantic":
         ranking = [(pk, min(1.0, score)) for pk, score in semantic]
     else:
-        ranking = fuse([words, semantic])
+        # A base with nothing embedded yet is ranked by its words alone; one with embeddings by
+        # both, so a chunk found by words only, near nothing by meaning, scores at most 0.5.
+        ranking = fuse([words] if base.embedding_dimensions is None else [words, semantic])
     kept = [(pk, score) for pk, score in ranking if score >= min_score][:top_k]
     return _hits(base, kept)
 
 
 def fuse(rankings: Sequence[Sequence[tuple[int, float]]]) -> list[tuple[int, float]]:
-    """Return the rankings fused by reciprocal rank fusion, 1.0 for first in every ranking
-    that found something (an empty ranking, e.g. no chunk embedded yet, halves no score)."""
+    """Return the rankings fused by reciprocal rank fusion, 1.0 for first in every ranking."""
     fused: dict[int, float] = {}
     for ranking in rankings:
         for rank, (pk, _score) in enumerate(ranking, start=1):
             fused[pk] = fused.get(pk, 0.0) + 1.0 / (RRF_K + rank)
-    best = max(1, sum(1 for ranking in rankings if ranking)) / (RRF_K + 1)
+    best = max(1, len(rankings)) / (RRF_K + 1)
     return sorted(((pk, total / best) for pk, total in fused.items()), key=lambda i: (-i[1], i[0]))
 
 

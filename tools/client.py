@@ -136,7 +136,8 @@ def call(
     """
     if not server.enabled:
         raise ToolError(f"tool server '{server.name}' is disabled")
-    timeout = float(timeout_s if timeout_s is not None else server.timeout_s)
+    # A recipe may ask for less time than staff gave the server, never for more.
+    timeout = float(min(timeout_s, server.timeout_s) if timeout_s is not None else server.timeout_s)
     started = time.monotonic()
     result = _run(
         lambda: _call_tool(server, tool_name, dict(arguments), timeout), timeout, server=server
@@ -189,11 +190,12 @@ def _describe(server: ToolServer, exc: BaseException, timeout: float) -> str:
     if isinstance(cause, ValidationError | ValueError | json.JSONDecodeError):
         return f"{who} did not answer as an MCP server does ({type(cause).__name__})"
     if isinstance(cause, httpx2.HTTPError):
-        return f"{who} failed over HTTP: {type(cause).__name__}: {cause}"
+        # Not its text: an HTTP client's message may quote a request header (a secret).
+        return f"{who} failed over HTTP: {type(cause).__name__}"
     if isinstance(cause, OSError):
         return f"{who} could not be started: {cause.strerror or cause}"
-    logger.warning("Tool server %s failed: %r", server.name, cause)
-    return f"{who} failed: {type(cause).__name__}: {cause}"
+    logger.warning("Tool server %s failed: %s", server.name, type(cause).__name__)
+    return f"{who} failed: {type(cause).__name__}"
 
 
 def _innermost(exc: BaseException) -> BaseException:
@@ -337,6 +339,9 @@ def env_headers(header_envs: Mapping[str, str]) -> dict[str, str]:
         value = os.environ.get(variable)
         if value is None:
             raise ToolError(f"header {header}: env var {variable} is not set")
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            # The HTTP client would refuse it with the value in its message.
+            raise ToolError(f"header {header}: env var {variable} holds a control character")
         headers[header] = value
     return headers
 

@@ -52,14 +52,17 @@ def resolve_tool(qualified: str) -> tuple[ToolServer, ToolSpec]:
 def argument_problems(spec: ToolSpec, arguments: Mapping[str, Any]) -> list[str]:
     """Return each way `arguments` break the tool's input schema, as `path: message`."""
     schema = spec.input_schema or {"type": "object"}
-    validator_class = validator_for(schema)
     try:
+        validator_class = validator_for(schema)
         validator_class.check_schema(schema)
+        validator = validator_class(schema)
+        errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
     except SchemaError as exc:
         return [f"$: the tool's input schema is invalid ({exc.message})"]
-    validator = validator_class(schema)
+    except Exception as exc:  # an unresolvable $ref, a $schema of the wrong type...
+        return [f"$: the tool's input schema cannot be used ({type(exc).__name__})"]
     problems = []
-    for error in sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path)):
+    for error in errors:
         path = ".".join(str(part) for part in error.absolute_path)
         problems.append(f"{path or '$'}: {error.message}")
     if len(problems) > MAX_PROBLEMS:
@@ -106,12 +109,17 @@ def _types(schema: Mapping[str, Any]) -> list[str]:
     return kinds
 
 
+def _not_json(name: str) -> Any:
+    """Refuse NaN and Infinity, which Python's json reads but JSON has not."""
+    raise ValueError(f"{name} is not JSON")
+
+
 def _coerce(text: str, kinds: list[str]) -> Any:
     if not kinds or "string" in kinds:
         return text
     stripped = text.strip()
     try:
-        value = json.loads(stripped)
+        value = json.loads(stripped, parse_constant=_not_json)
     except ValueError:
         return text
     checks = {

@@ -41,6 +41,20 @@ def whole_number(text: str) -> int | None:
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
+def storable(value: Any) -> Any:
+    """Return `value` (JSON-like) as the database can hold it: a NUL or a lone surrogate in
+    any text replaced by U+FFFD, a number that is not finite (NaN, Infinity) by None."""
+    if isinstance(value, str):
+        return _UNSTORABLE.sub("\ufffd", value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {storable(k): storable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [storable(v) for v in value]
+    return value
+
+
 def text_problem(text: str) -> str | None:
     """Return why the database cannot hold `text` (a NUL, a lone surrogate), or None."""
     found = _UNSTORABLE.search(text)

@@ -18,6 +18,7 @@ from typing import Any
 from tools.client import ToolError, ToolSpec, call, result_max_chars
 from tools.registry import coerce_arguments, resolve_tool, validate_arguments
 from workflows import engine
+from workflows.validators import storable
 
 from .. import events
 from .session import Session
@@ -40,6 +41,9 @@ class ToolCallLog:
     calls: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, record: dict[str, Any]) -> dict[str, Any]:
+        # Kept on the StepRun: what a tool or a model sent must fit the database (a NaN or a
+        # NUL would fail the step's commit, and the step would run again and again).
+        record = storable(record)
         self.calls.append(record)
         events.push_tool_call(self.run_id, self.seq, record)
         return record

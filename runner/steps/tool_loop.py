@@ -169,9 +169,14 @@ def _answer(
     return {"role": "tool", "tool_call_id": request.id, "content": content}
 
 
+def _not_json(name: str) -> Any:
+    """Refuse NaN and Infinity, which Python's json reads but JSON has not."""
+    raise ValueError(f"{name} is not JSON")
+
+
 def _arguments(text: str) -> dict[str, Any] | None:
     try:
-        value = json.loads(text) if text.strip() else {}
+        value = json.loads(text, parse_constant=_not_json) if text.strip() else {}
     except ValueError:
         return None
     return value if isinstance(value, dict) else None

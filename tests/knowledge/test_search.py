@@ -431,21 +431,24 @@ def test_it_searches_by_words_until_chunks_are_embedded(
     assert stub_server.embedding_requests == []
 
 
-def test_an_empty_ranking_halves_no_hybrid_score() -> None:
+def test_a_ranking_that_found_nothing_leaves_the_others_at_half() -> None:
     [(first, one), (second, two)] = fuse([[(1, 0.9), (2, 0.5)], []])
-    assert (first, one, second) == (1, 1.0, 2)
-    assert two == pytest.approx(61 / 62)
-    assert fuse([[], [(3, 0.4)]]) == [(3, 1.0)]
+    assert (first, one, second) == (1, 0.5, 2)
+    assert two == pytest.approx(61 / 62 / 2)
+    assert fuse([[(3, 0.4)]]) == [(3, 1.0)]
     assert fuse([[], []]) == []
 
 
-def test_hybrid_scores_by_words_alone_when_nothing_is_near_by_meaning(
+def test_words_alone_score_half_when_nothing_is_near_by_meaning(
     guide: KnowledgeBase, stub_server: StubServer
 ) -> None:
+    # So that a minimum score above 0.5 tells "found by words and by meaning" from "a word
+    # matched somewhere": the branch on no hits can fire for an unrelated question.
     stub_server.embedder = lambda text: [0.0, 0.0, 0.0, 0.0]  # similar to nothing
-    hits = search(guide, "reset", mode="hybrid", min_score=0.6)
+    hits = search(guide, "reset", mode="hybrid")
     assert numbers(guide, hits) == [1, 9]
-    assert hits[0].score == 1.0
+    assert hits[0].score == 0.5
+    assert search(guide, "reset", mode="hybrid", min_score=0.6) == []
 
 
 # -- top_k, min_score, arguments ------------------------------------------------------------

@@ -106,6 +106,28 @@ def test_a_header_whose_env_var_is_unset_is_refused_naming_the_var(
         client.call(http_server, "shout", {"text": "hi"})
 
 
+def test_a_header_value_with_a_control_character_is_refused_without_showing_it(
+    http_server: ToolServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SECRET_ENV, "Bearer s3cret\r\n")
+
+    with pytest.raises(ToolError) as raised:
+        client.call(http_server, "shout", {"text": "hi"})
+    assert str(raised.value) == (
+        f"header Authorization: env var {SECRET_ENV} holds a control character"
+    )
+
+
+def test_a_recipe_cannot_give_a_call_more_time_than_the_server_has(
+    http_server: ToolServer,
+) -> None:
+    http_server.timeout_s = 1
+    started = time.monotonic()
+    with pytest.raises(ToolError, match="timed out after 1"):
+        client.call(http_server, "slow", {"seconds": 5}, timeout_s=600)
+    assert time.monotonic() - started < 4
+
+
 @pytest.mark.parametrize(
     ("path", "why"),
     [

@@ -138,3 +138,22 @@ def test_it_types_rendered_text_as_the_schema_asks(
 
     assert coerce_arguments(spec, {"x": text}) == {"x": value}
     assert type(coerce_arguments(spec, {"x": text})["x"]) is type(value)
+
+
+def test_a_schema_that_cannot_be_used_is_a_problem_not_a_crash() -> None:
+    unresolvable = ToolSpec(name="odd", description="", input_schema={"$ref": "#/nowhere"})
+    assert argument_problems(unresolvable, {}) == [
+        "$: the tool's input schema cannot be used (_WrappedReferencingError)"
+    ]
+
+
+def test_nan_is_not_a_number_argument() -> None:
+    assert coerce_arguments(ADD, {"a": "NaN", "b": "2"}) == {"a": "NaN", "b": 2}
+    assert argument_problems(ADD, coerce_arguments(ADD, {"a": "NaN", "b": "2"}))
+
+
+def test_what_a_call_records_fits_the_database() -> None:
+    from workflows.validators import storable
+
+    record = {"arguments": {"a": float("nan"), "b\x00": [float("inf"), "x\ud800"]}, "n": 1.5}
+    assert storable(record) == {"arguments": {"a": None, "b\ufffd": [None, "x\ufffd"]}, "n": 1.5}
