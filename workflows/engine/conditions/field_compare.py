@@ -62,19 +62,25 @@ def evaluate(condition: Condition, prepared: Any, ctx: EvalContext) -> tuple[boo
     found, value = lookup(ctx.facts, path)
     if not found:
         return False, f"field {name} missing"
+    return compare_found(condition.operator, f"field {name}", value, expected)
+
+
+def compare_found(op: str, label: str, value: object, expected: object) -> tuple[bool, str]:
+    """Compare a value found (a fact, a tool's result) with the condition's: as numbers when
+    the expected value is one, else as equal or not; the reason starts with `label`."""
     if isinstance(expected, int | float) and not isinstance(expected, bool):
         actual = as_number(value)
         if actual is None:
-            return False, f"field {name} is not a number: {shorten(repr(value))}"
-        result, symbol = compare_numbers(condition.operator, actual, expected)
-        return result, f"field {name} {format_number(actual)} {symbol} {format_number(expected)}"
+            return False, f"{label} is not a number: {shorten(repr(value))}"
+        result, symbol = compare_numbers(op, actual, expected)
+        return result, f"{label} {format_number(actual)} {symbol} {format_number(expected)}"
     same = value == expected or (
         isinstance(expected, str) and not isinstance(value, str) and str(value) == expected
     )
-    result = same if condition.operator == "equals" else not same
+    result = same if op == "equals" else not same
     shown = quote(value) if isinstance(value, str) else shorten(json.dumps(value, default=str))
     want = quote(expected) if isinstance(expected, str) else json.dumps(expected, default=str)
-    return result, f"field {name} {shown} {'==' if same else '!='} {want}"
+    return result, f"{label} {shown} {'==' if same else '!='} {want}"
 
 
 CONDITION_TYPE = ConditionType(

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from workflows.engine.answers import shorten
 from workflows.engine.conditions import field_compare
 from workflows.engine.conditions.base import ConditionScope, ConditionType
 from workflows.engine.conditions.context import EvalContext
 from workflows.engine.conditions.numeric import (
     NUMERIC_OPERATOR_ALIASES,
     NUMERIC_OPERATORS,
-    compare_numbers,
 )
 from workflows.engine.conditions.tool_use import NO_TOOLS, check_tool, lint_for, tool_field
-from workflows.engine.conditions.values import as_number, field_path, format_number, lookup, quote
+from workflows.engine.conditions.values import field_path, lookup
 from workflows.engine.field_spec import FieldSpec
 from workflows.engine.graph import Condition
 from workflows.engine.tools import ToolCalls, json_data
@@ -64,19 +61,7 @@ def evaluate(condition: Condition, prepared: Any, ctx: EvalContext) -> tuple[boo
         found, value = lookup(value, path)
         if not found:
             return False, f"{label} missing"
-    if isinstance(expected, int | float) and not isinstance(expected, bool):
-        actual = as_number(value)
-        if actual is None:
-            return False, f"{label} is not a number: {shorten(repr(value))}"
-        result, symbol = compare_numbers(condition.operator, actual, expected)
-        return result, f"{label} {format_number(actual)} {symbol} {format_number(expected)}"
-    same = value == expected or (
-        isinstance(expected, str) and not isinstance(value, str) and str(value) == expected
-    )
-    result = same if condition.operator == "equals" else not same
-    shown = quote(value) if isinstance(value, str) else shorten(json.dumps(value, default=str))
-    want = quote(expected) if isinstance(expected, str) else json.dumps(expected, default=str)
-    return result, f"{label} {shown} {'==' if same else '!='} {want}"
+    return field_compare.compare_found(condition.operator, label, value, expected)
 
 
 CONDITION_TYPE = ConditionType(
