@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, Any, TypeVar
 
 import anyio
@@ -31,19 +31,28 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, EmbeddedResource, TextContent, TextResourceContents
 from pydantic import ValidationError
 
-from workflows.actor_urls import URLRefused, check_base_url, settings_allowlist
+from workflows.actor_urls import Allowlist, URLRefused, check_base_url, settings_allowlist
 
 from .models import ToolServer
+from .transport import PinnedTransport, ResponseTooLarge, too_large_message
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# The largest single answer read from an HTTP server (one SSE event); results are capped far
-# lower (TOOL_RESULT_MAX_CHARS) once read, but the transport must not buffer without end.
+# The largest answer read from an HTTP server (a JSON body, or one SSE event); results are
+# capped far lower (TOOL_RESULT_MAX_CHARS) once read, but the transport must not buffer
+# without end.
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 # Pages of tools/list followed at most, so a server that never stops paginating cannot loop.
 MAX_TOOL_PAGES = 20
+# What one discovery keeps: each tool is stored on the server and shown in the editor, and a
+# step's tools are described to the model in every request.
+MAX_DISCOVERED_TOOLS = 200
+MAX_SCHEMA_BYTES = 64 * 1024
+MAX_DESCRIPTION_CHARS = 4000
+# A discovery runs while staff wait for the page: it gets at most this long.
+MAX_DISCOVERY_SECONDS = 20
 # The most of a stdio server's stderr quoted in an error.
 STDERR_TAIL_CHARS = 500
 DEFAULT_RESULT_MAX_CHARS = 100_000
@@ -107,16 +116,19 @@ def discover(server: ToolServer) -> list[ToolSpec]:
     """List the server's tools, store them as its cache, and return them.
 
     A failure is stored too (`discovery_error`, the old cache kept) and raised as ToolError.
+    What is kept is bounded (`_kept`); what was left out is said in `discovery_error`.
     """
+    timeout = min(server.timeout_s, MAX_DISCOVERY_SECONDS)
     try:
-        specs = _run(lambda: _list_tools(server), timeout=server.timeout_s, server=server)
+        listed = _run(lambda: _list_tools(server), timeout=timeout, server=server)
     except ToolError as exc:
         server.discovery_error = str(exc)
         server.save(update_fields=["discovery_error", "updated_at"])
         raise
+    specs, notes = _kept(listed)
     server.tools = [spec.as_json() for spec in specs]
     server.discovered_at = timezone.now()
-    server.discovery_error = ""
+    server.discovery_error = "; ".join(notes)
     server.save(update_fields=["tools", "discovered_at", "discovery_error", "updated_at"])
     return specs
 
@@ -179,13 +191,22 @@ def _describe(server: ToolServer, exc: BaseException, timeout: float) -> str:
     seconds = f"{timeout:g}"
     if isinstance(cause, ToolError):
         return str(cause)
+    if isinstance(cause, URLRefused):
+        # Checked again at connect time: the name may resolve elsewhere than when registered.
+        return f"{who}: url {cause.reason}"
+    if isinstance(cause, ResponseTooLarge):
+        return f"{who}: {cause}"
     if isinstance(cause, TimeoutError | httpx2.TimeoutException):
         return f"{who} timed out after {seconds} s"
     if isinstance(cause, httpx2.ConnectError):
-        return f"{who} is not reachable (cannot connect to {server.url}): is it running?"
+        # Not its URL: run owners read this, and only staff need to know where servers live.
+        return f"{who} is not reachable: is it running?"
     if isinstance(cause, httpx2.HTTPStatusError):
         return f"{who} answered HTTP {cause.response.status_code}: not an MCP endpoint?"
     if isinstance(cause, MCPError):
+        if too_large_message(MAX_RESPONSE_BYTES) in cause.message:
+            # A JSON answer cut by the transport: the SDK reports it as a parse failure.
+            return f"{who}: {too_large_message(MAX_RESPONSE_BYTES)}"
         return f"{who} refused the request: {cause.message}"
     if isinstance(cause, ValidationError | ValueError | json.JSONDecodeError):
         return f"{who} did not answer as an MCP server does ({type(cause).__name__})"
@@ -210,8 +231,34 @@ def _innermost(exc: BaseException) -> BaseException:
     return exc
 
 
+def _kept(listed: list[ToolSpec]) -> tuple[list[ToolSpec], list[str]]:
+    """Return the tools a discovery keeps, and a note for each kind left out."""
+    kept: list[ToolSpec] = []
+    too_large: list[str] = []
+    for spec in listed:
+        if len(json.dumps(spec.input_schema)) > MAX_SCHEMA_BYTES:
+            too_large.append(spec.name[:100])
+            continue
+        if len(spec.description) > MAX_DESCRIPTION_CHARS:
+            spec = replace(spec, description=spec.description[:MAX_DESCRIPTION_CHARS] + "…")
+        kept.append(spec)
+    notes = []
+    if too_large:
+        notes.append(
+            f"left out {len(too_large)} tool(s) whose input schema is larger than "
+            f"{MAX_SCHEMA_BYTES // 1024} KB: {', '.join(too_large[:10])}"
+        )
+    if len(kept) > MAX_DISCOVERED_TOOLS:
+        notes.append(
+            f"the server lists more than {MAX_DISCOVERED_TOOLS} tools; "
+            f"the first {MAX_DISCOVERED_TOOLS} are kept"
+        )
+        kept = kept[:MAX_DISCOVERED_TOOLS]
+    return kept, notes
+
+
 async def _list_tools(server: ToolServer) -> list[ToolSpec]:
-    async with _client(server) as client:
+    async with _client(server, read_timeout=min(server.timeout_s, MAX_DISCOVERY_SECONDS)) as client:
         specs: list[ToolSpec] = []
         cursor: str | None = None
         for _ in range(MAX_TOOL_PAGES):
@@ -225,7 +272,8 @@ async def _list_tools(server: ToolServer) -> list[ToolSpec]:
                 for tool in page.tools
             ]
             cursor = page.next_cursor
-            if cursor is None:
+            # Past what is kept, further pages would only be read to be left out.
+            if cursor is None or len(specs) > MAX_DISCOVERED_TOOLS:
                 break
         return specs
 
@@ -251,10 +299,17 @@ class _Session:
     async def __aenter__(self) -> Client:
         server = self._server
         if server.transport == ToolServer.Transport.HTTP:
-            url = checked_url(server.url)
+            # The check resolves the name: in a thread, so the deadline still holds.
+            url = await anyio.to_thread.run_sync(checked_url, server.url, abandon_on_cancel=True)
             self._http = httpx2.AsyncClient(
                 headers=env_headers(server.header_envs),
                 timeout=httpx2.Timeout(self._read_timeout),
+                transport=PinnedTransport(
+                    allowlist=Allowlist.parse(settings_allowlist()),
+                    max_body_bytes=MAX_RESPONSE_BYTES,
+                ),
+                follow_redirects=False,
+                trust_env=False,
             )
             transport: Any = streamable_http_client(
                 url, http_client=self._http, max_sse_event_size=MAX_RESPONSE_BYTES
@@ -276,7 +331,7 @@ class _Session:
             cause = _innermost(exc)
             tail = self._stderr_tail() if self._stderr is not None else ""
             await self._close()
-            if isinstance(cause, TimeoutError | ToolError):
+            if isinstance(cause, TimeoutError | ToolError | URLRefused | ResponseTooLarge):
                 raise
             if tail:
                 raise ToolError(f"tool server '{server.name}' stopped: {tail}") from None

@@ -34,11 +34,13 @@ def script_key(tool: str) -> str:
 
 @dataclass
 class ToolCallLog:
-    """The calls one step execution made, in order, each pushed live as it ends."""
+    """The calls one step execution made, in order, each pushed live as it ends; and when
+    its tool loops must end (`time.monotonic()`), once the first has begun."""
 
     run_id: int
     seq: int
     calls: list[dict[str, Any]] = field(default_factory=list)
+    deadline: float | None = None
 
     def add(self, record: dict[str, Any]) -> dict[str, Any]:
         # Kept on the StepRun: what a tool or a model sent must fit the database (a NaN or a

@@ -9,6 +9,10 @@ result sent back as a `tool` message, and the model is asked again. The loop is 
 - the model's calls and the tools' together may take `max_tool_seconds` (wall clock): each
   call gets what is left, and the step times out when nothing is.
 
+Both bounds are the step's, kept on its `ToolCallLog`: a validation loop that runs the loop
+once per attempt shares them between its attempts, so a step never makes more than
+`max_tool_calls` calls nor takes more than `max_tool_seconds` in its tool loops.
+
 A call the model gets wrong (a tool it was not given, arguments that are not a JSON object,
 arguments the tool's schema refuses) is answered with the error, for the model to correct,
 and recorded like any call: it is not a crash of the step. Tokens are summed over the loop.
@@ -17,22 +21,18 @@ and recorded like any call: it is not a crash of the step. Tokens are summed ove
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from tools.client import ToolError
+from workflows import engine
 
 from .. import actors
 from ..providers import ChatResult, ProviderTimeoutError, ToolCallRequest
 from .session import Session
 from .tool_calls import ToolCallLog, call_tool, failure_of, spec_for
-
-# OpenAI function names: letters, digits, `_` and `-`, at most 64; a tool's dot is spelt `__`.
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-MAX_FUNCTION_NAME = 64
 
 
 class ToolLoopFailed(Exception):
@@ -48,11 +48,6 @@ class LoopResult:
     tokens_out: int | None
 
 
-def function_name(tool: str) -> str:
-    """Return the function name a model sees for tool `tool` (SERVER.TOOL)."""
-    return _UNSAFE.sub("_", tool.replace(".", "__"))[:MAX_FUNCTION_NAME]
-
-
 def offered_tools(session: Session, tools: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
     """Return the step's tools as functions for the model; ToolLoopFailed names one that is
     unknown (a dry run's scripted tool without a server is offered without a schema)."""
@@ -66,7 +61,7 @@ def offered_tools(session: Session, tools: tuple[str, ...]) -> tuple[dict[str, A
             {
                 "type": "function",
                 "function": {
-                    "name": function_name(tool),
+                    "name": engine.tool_function_name(tool),
                     "description": spec.description if spec else "",
                     "parameters": spec.input_schema if spec else {"type": "object"},
                 },
@@ -85,17 +80,17 @@ def run_tool_loop(
     """
     step = session.claim.step
     functions = offered_tools(session, step.tools)
-    by_name = {function_name(t): t for t in step.tools} | {t: t for t in step.tools}
+    by_name = {engine.tool_function_name(t): t for t in step.tools} | {t: t for t in step.tools}
     limit_s = float(step.max_tool_seconds)
-    deadline = time.monotonic() + limit_s
+    if log.deadline is None:
+        log.deadline = time.monotonic() + limit_s
+    deadline = log.deadline
     per_call = float(step.timeout_s or actors.default_timeout(session.resolve(alias)))
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
     tokens = [0, 0]
     counted = [False, False]
-    # The loop counts its own calls: a validation loop runs it once per attempt.
-    first = len(log.calls)
     while True:
-        capped = len(log.calls) - first >= step.max_tool_calls
+        capped = len(log.calls) >= step.max_tool_calls
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise _out_of_time(limit_s, log)
@@ -122,7 +117,7 @@ def run_tool_loop(
             )
         messages.append(_assistant(result))
         for request in result.tool_calls:
-            messages.append(_answer(session, log, request, by_name, deadline, limit_s, first))
+            messages.append(_answer(session, log, request, by_name, deadline, limit_s))
 
 
 def _answer(
@@ -132,11 +127,10 @@ def _answer(
     by_name: Mapping[str, str],
     deadline: float,
     limit_s: float,
-    first: int,
 ) -> dict[str, Any]:
     """Make one call the model asked for (or say why not); return the `tool` message."""
     step = session.claim.step
-    if len(log.calls) - first >= step.max_tool_calls:
+    if len(log.calls) >= step.max_tool_calls:
         # Every call the model asked for needs an answer in the protocol; this one is not made.
         content = f"not called: the limit of {step.max_tool_calls} tool calls is reached"
         return {"role": "tool", "tool_call_id": request.id, "content": content}

@@ -467,3 +467,29 @@ def test_a_scripted_model_asks_for_tool_calls_in_a_dry_run(owner: Any) -> None:
     assert done.status == "succeeded", done.error
     assert ask.response == "42"
     assert ask.details["tool_calls"][0]["arguments"] == {"a": 2, "b": 21}
+
+
+def test_the_call_cap_is_the_steps_not_each_validation_attempts(owner: Any) -> None:
+    ActorFactory(name="t-writer", config={"replies": ["unused"]})
+    ActorFactory(name="t-judge", config={"replies": ["unused"]})
+    validation = {"judge": "judge", "threshold": 0.9, "max_attempts": 3}
+    recipe = publish(
+        owner,
+        [ask_step(max_tool_calls=1, validation=validation)],
+        actors={"model": "t-writer", "judge": "t-judge"},
+    )
+    add = '@tool_calls: [{"name": "demo.add", "arguments": {"a": 1, "b": 1}}]'
+    script = {
+        # The second attempt asks for a tool again, when the step's one call is used up.
+        "model": [add, "first", add, "second"],
+        "judge": ['{"relevance": 1, "helpfulness": 1, "accuracy": 1, "completeness": 1}'],
+        "tool.demo.add": ["2"],
+        "tool.demo.multiply": ["6"],
+    }
+
+    done = run(owner, recipe, script=script)
+
+    ask = steps(done)["ask"]
+    assert len(ask.details["tool_calls"]) == 1
+    assert done.status == "failed"
+    assert "asked for tools again after its 1 tool calls" in done.error

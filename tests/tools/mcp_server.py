@@ -16,6 +16,7 @@ import anyio
 import uvicorn
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
 
 from tests.live_server import free_port
 
@@ -69,13 +70,27 @@ class _RecordHeaders:
         await self.app(scope, receive, send)
 
 
-class McpTestServer:
-    """The test MCP server on a free loopback port; `url` is its endpoint (path /mcp)."""
+# A name the tests resolve to 127.0.0.1 themselves; the server accepts it as a Host.
+TEST_HOST_NAME = "tools.example"
 
-    def __init__(self) -> None:
+
+class McpTestServer:
+    """The test MCP server on a free loopback port; `url` is its endpoint (path /mcp).
+
+    With `json_response`, it answers each request with one JSON body instead of an SSE
+    stream (both are streamable HTTP).
+    """
+
+    def __init__(self, *, json_response: bool = False) -> None:
         self.port = free_port()
         self.headers: list[dict[str, str]] = []
-        app = build_server().streamable_http_app(host="127.0.0.1")
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", f"{TEST_HOST_NAME}:*"],
+        )
+        app = build_server().streamable_http_app(
+            host="127.0.0.1", json_response=json_response, transport_security=security
+        )
         config = uvicorn.Config(
             _RecordHeaders(app, self.headers),
             host="127.0.0.1",

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from tests.live_server import free_port
+from tests.resolver import fake_resolver
 from tests.runner.providers.stub_server import StubServer
 from tests.tools.conftest import SECRET, SECRET_ENV
-from tests.tools.mcp_server import BIG_RESULT_CHARS, McpTestServer
+from tests.tools.mcp_server import BIG_RESULT_CHARS, TEST_HOST_NAME, McpTestServer
 from tools import client
 from tools.client import ToolError
 from tools.models import ToolServer
@@ -213,3 +214,89 @@ def test_a_stdio_server_that_exits_at_once_is_a_clear_error(db: None, settings: 
     with pytest.raises(ToolError, match="tool server 'broken'"):
         client.call(server, "anything", {})
     assert time.monotonic() - started < 10
+
+
+# -- where it connects, and how much it reads ---------------------------------------------
+
+
+def test_it_refuses_a_host_that_rebinds_to_a_private_address_after_the_check(
+    db: None, mcp_server: McpTestServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Public when the URL is checked, loopback when the client connects.
+    fake_resolver(monkeypatch, {TEST_HOST_NAME: [["8.8.8.8"], ["127.0.0.1"]]})
+    server = ToolServer.objects.create(
+        name="rebind",
+        transport="http",
+        url=f"http://{TEST_HOST_NAME}:{mcp_server.port}/mcp",
+        timeout_s=5,
+    )
+    mcp_server.headers.clear()
+
+    with pytest.raises(ToolError) as caught:
+        client.call(server, "echo", {"text": "x"})
+
+    assert f"{TEST_HOST_NAME} now resolves to 127.0.0.1, a loopback address" in str(caught.value)
+    assert mcp_server.headers == []
+
+
+def test_it_connects_to_the_address_it_checked_keeping_the_host_name(
+    db: None, mcp_server: McpTestServer, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    settings.PROVIDER_URL_ALLOWLIST = ["127.0.0.0/8"]
+    asked = fake_resolver(monkeypatch, {TEST_HOST_NAME: [["127.0.0.1"]]})
+    server = ToolServer.objects.create(
+        name="named",
+        transport="http",
+        url=f"http://{TEST_HOST_NAME}:{mcp_server.port}/mcp",
+        timeout_s=5,
+    )
+    mcp_server.headers.clear()
+
+    assert client.call(server, "shout", {"text": "hi"}).text == "HI"
+
+    # Every request looked the name up itself (the check, then each connect): the HTTP
+    # client never resolved it behind the check's back.
+    assert len(asked) >= 2
+    assert {h["host"] for h in mcp_server.headers} == {f"{TEST_HOST_NAME}:{mcp_server.port}"}
+
+
+def test_a_json_answer_larger_than_the_ceiling_is_cut_with_a_clear_error(
+    db: None, allow_loopback: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(client, "MAX_RESPONSE_BYTES", 1024 * 1024)
+    with McpTestServer(json_response=True) as json_server:
+        server = ToolServer.objects.create(
+            name="flood", transport="http", url=json_server.url, timeout_s=10
+        )
+        assert client.call(server, "shout", {"text": "hi"}).text == "HI"
+
+        started = time.monotonic()
+        with pytest.raises(ToolError, match=r"'flood': its answer is larger than 1 MB"):
+            client.call(server, "big", {})
+        assert time.monotonic() - started < 5
+
+
+def test_a_discovery_keeps_a_bounded_list_and_says_what_it_left_out(
+    http_server: ToolServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(client, "MAX_DISCOVERED_TOOLS", 2)
+
+    specs = client.discover(http_server)
+
+    http_server.refresh_from_db()
+    assert len(specs) == len(http_server.tools) == 2
+    assert "lists more than 2 tools; the first 2 are kept" in http_server.discovery_error
+
+
+def test_a_tool_with_a_huge_schema_is_left_out_and_long_descriptions_are_cut() -> None:
+    huge = {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(5000)}}
+    listed = [
+        client.ToolSpec("fine", "d" * 10_000, {"type": "object"}),
+        client.ToolSpec("huge", "", huge),
+    ]
+
+    kept, notes = client._kept(listed)
+
+    assert [spec.name for spec in kept] == ["fine"]
+    assert len(kept[0].description) == client.MAX_DESCRIPTION_CHARS + 1
+    assert notes == ["left out 1 tool(s) whose input schema is larger than 64 KB: huge"]

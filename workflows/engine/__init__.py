@@ -70,6 +70,7 @@ from workflows.engine.step_kinds.registry import DEFAULT_KIND as DEFAULT_STEP_KI
 from workflows.engine.step_kinds.registry import KINDS as STEP_KINDS
 from workflows.engine.step_kinds.registry import step_kind
 from workflows.engine.templating import SOURCES_NAME, render, template_names
+from workflows.engine.tools import function_name as tool_function_name
 from workflows.engine.tools import read_script_tool, tool_name_problem
 from workflows.engine.tools import scripted_failure as tool_script_failure
 
@@ -137,6 +138,7 @@ __all__ = [
     "run_validation_loop",
     "step_kind",
     "template_names",
+    "tool_function_name",
     "tool_name_problem",
     "tool_script_failure",
     "validate_tree",

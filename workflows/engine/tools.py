@@ -32,6 +32,14 @@ MAX_SCRIPT_ANSWERS = 100
 SCRIPT_ERROR_PREFIX = "@error"
 # A scripted model reply that asks for tool calls: a JSON list of {"name", "arguments"}.
 TOOL_CALLS_PREFIX = "@tool_calls:"
+# OpenAI function names: letters, digits, `_` and `-`, at most 64; a tool's dot is spelt `__`.
+_UNSAFE_IN_FUNCTION = re.compile(r"[^A-Za-z0-9_-]")
+MAX_FUNCTION_NAME = 64
+
+
+def function_name(tool: str) -> str:
+    """Return the function name a model sees for tool `tool` (SERVER.TOOL)."""
+    return _UNSAFE_IN_FUNCTION.sub("_", tool.replace(".", "__"))[:MAX_FUNCTION_NAME]
 
 
 def tool_name_problem(value: object) -> str | None:

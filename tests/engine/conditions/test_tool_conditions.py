@@ -235,6 +235,17 @@ def test_it_reads_a_tool_step_and_an_llm_steps_tools() -> None:
             ["steps[0].tools: must be a list of tool names SERVER.TOOL, got str"],
         ),
         ({"tools": ["demo.add", "demo.add"]}, ["steps[0].tools[1]: demo.add is listed twice"]),
+        (
+            {"tools": ["demo__x.y", "demo.x__y"]},
+            [
+                "steps[0].tools[1]: demo.x__y and demo__x.y reach the model under the same "
+                "function name demo__x__y"
+            ],
+        ),
+        (
+            {"tools": ["demo." + "x" * 70 + "1", "demo." + "x" * 70 + "2"]},
+            ["steps[0].tools[1]: demo." + "x" * 70 + "2 and demo."],
+        ),
         ({"tools": ["add"]}, ["steps[0].tools[0]: must be a tool name SERVER.TOOL"]),
         (
             {"max_tool_calls": 0},

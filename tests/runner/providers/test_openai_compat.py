@@ -23,6 +23,7 @@ from runner.providers.openai_compat import (
     MAX_RETRY_AFTER_S,
     OpenAICompatibleProvider,
 )
+from tests.resolver import fake_resolver
 from tests.runner.providers.conftest import API_KEY, MakeProvider
 from tests.runner.providers.stub_server import (
     StubServer,
@@ -613,24 +614,6 @@ def test_it_sends_no_ambient_openai_credentials(
 
 
 # -- addresses at connect time ------------------------------------------------------------
-
-
-def fake_resolver(
-    monkeypatch: pytest.MonkeyPatch, answers: dict[str, list[list[str]]]
-) -> list[str]:
-    """Make getaddrinfo answer the given names from a list of answers (the last repeats)."""
-    real = socket.getaddrinfo
-    asked: list[str] = []
-
-    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
-        if host not in answers:
-            return real(host, port, *args, **kwargs)
-        asked.append(host)
-        addresses = answers[host][min(asked.count(host), len(answers[host])) - 1]
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port)) for a in addresses]
-
-    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
-    return asked
 
 
 def test_it_refuses_a_host_that_rebinds_to_a_private_address_after_validation(

@@ -22,6 +22,7 @@ from workflows.engine.tools import (
     MAX_MAX_TOOL_CALLS,
     MAX_MAX_TOOL_SECONDS,
     bounded_int,
+    function_name,
     tool_name_problem,
     tools_problem,
 )
@@ -91,6 +92,7 @@ def read_tools(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> dic
     """
     value = doc.get("tools")
     names: list[str] = []
+    functions: dict[str, str] = {}
     if value not in (None, []):
         problem = tools_problem(value)
         if problem is not None or not isinstance(value, list):
@@ -102,8 +104,17 @@ def read_tools(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> dic
                     reader.error(f"{path}.tools[{i}]", problem)
                 elif name in names:
                     reader.error(f"{path}.tools[{i}]", f"{name} is listed twice")
+                elif function_name(name) in functions:
+                    # The model names the tool it calls by its function name: two tools
+                    # under one name could not be told apart.
+                    reader.error(
+                        f"{path}.tools[{i}]",
+                        f"{name} and {functions[function_name(name)]} reach the model under "
+                        f"the same function name {function_name(name)}; offer one of them",
+                    )
                 else:
                     names.append(name)
+                    functions[function_name(name)] = name
     calls, problem = bounded_int(
         doc.get("max_tool_calls"), DEFAULT_MAX_TOOL_CALLS, 1, MAX_MAX_TOOL_CALLS
     )
