@@ -359,6 +359,36 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="branchline@localhost
 TASK_EMAILS = env.bool("TASK_EMAILS", default=False)
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000")
 
+# Operators' metrics at /metrics (Prometheus text format), for staff sessions and for a scraper
+# that sends `Authorization: Bearer <METRICS_TOKEN>`. Unset, no token is accepted.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+if METRICS_TOKEN and not re.fullmatch(r"[\x21-\x7e]{16,}", METRICS_TOKEN):
+    raise ImproperlyConfigured(
+        "METRICS_TOKEN is at least 16 printable ASCII characters without spaces"
+    )
+# The step latency histogram of /metrics counts the steps that finished in this many hours
+# (each scrape reads them again: a longer window costs more).
+METRICS_LATENCY_WINDOW_HOURS = env.int("METRICS_LATENCY_WINDOW_HOURS", default=24)
+if not 1 <= METRICS_LATENCY_WINDOW_HOURS <= 24 * 31:
+    raise ImproperlyConfigured("METRICS_LATENCY_WINDOW_HOURS is a number of hours, 1 to 744")
+
+# OpenTelemetry traces (runner/tracing.py): on when OTEL_EXPORTER_OTLP_ENDPOINT or
+# OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, read with the other OTEL_* variables by the SDK.
+# Prompts, answers, tool arguments and results go into spans only with TRACE_CONTENT.
+TRACE_CONTENT = env.bool("TRACE_CONTENT", default=False)
+# The run monitor links a run's trace id to this address (e.g.
+# `http://jaeger:16686/trace/{trace_id}`); unset, it shows the id alone.
+TRACE_URL_TEMPLATE = env.str("TRACE_URL_TEMPLATE", default="").strip()
+if TRACE_URL_TEMPLATE and (
+    "{trace_id}" not in TRACE_URL_TEMPLATE
+    or not re.match(r"https?://[^\s/]+", TRACE_URL_TEMPLATE)
+    or re.search(r"\s", TRACE_URL_TEMPLATE)
+):
+    raise ImproperlyConfigured(
+        "TRACE_URL_TEMPLATE is an http(s) address holding {trace_id}, e.g. "
+        "http://jaeger:16686/trace/{trace_id}"
+    )
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from runner.models import Run
 from workflows.models import Recipe
 
 
@@ -29,6 +30,11 @@ class RecipeTest(models.Model):
     expected_status = models.CharField(max_length=20, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # The real run the test was recorded from (its answers are the script); kept when the run
+    # is deleted, since the test holds everything it needs.
+    source_run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="recorded_tests"
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -4,7 +4,19 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from . import views
-from .views import editor, inbox, knowledge, runs, testing, tools, versions
+from .views import (
+    compare,
+    editor,
+    inbox,
+    knowledge,
+    recorded,
+    reruns,
+    runs,
+    stats,
+    testing,
+    tools,
+    versions,
+)
 
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
@@ -12,10 +24,14 @@ urlpatterns = [
     path("", views.recipe_list, name="recipe-list"),
     path("recipes/<slug:slug>/run/", runs.run_new, name="run-new"),
     path("runs/", runs.run_list, name="runs-page"),
+    path("runs/compare/", compare.run_compare, name="run-compare-page"),
     path("runs/<int:run_id>/", runs.run_monitor, name="run-monitor"),
     path("runs/<int:run_id>/header/", runs.run_header, name="run-header"),
     path("runs/<int:run_id>/steps/<int:seq>/", runs.run_step_card, name="run-step-card"),
     path("runs/<int:run_id>/cancel/", runs.run_cancel_view, name="run-cancel-page"),
+    path("runs/<int:run_id>/resume/", reruns.run_resume_view, name="run-resume-page"),
+    path("runs/<int:run_id>/fork/", reruns.run_fork_view, name="run-fork-page"),
+    path("runs/<int:run_id>/save-as-test/", recorded.run_save_as_test, name="run-save-as-test"),
     path("inbox/", inbox.inbox, name="inbox"),
     path("inbox/tasks/<int:task_id>/", inbox.task_card, name="inbox-task"),
     path("inbox/tasks/<int:task_id>/decide/", inbox.task_decide_view, name="inbox-decide"),
@@ -47,7 +63,15 @@ urlpatterns = [
         "recipes/<slug:slug>/testrun/result/", testing.testrun_result, name="recipe-testrun-result"
     ),
     path("recipes/<slug:slug>/tests/", testing.recipe_tests_page, name="recipe-tests"),
+    path("recipes/<slug:slug>/stats/", stats.recipe_stats, name="recipe-stats"),
+    # Actor names may hold any character, '/' too.
+    path("actors/<path:name>/", stats.actor_stats, name="actor-stats"),
     path("recipes/<slug:slug>/tests/run/", testing.recipe_tests_run_all, name="recipe-tests-run"),
+    path(
+        "recipes/<slug:slug>/tests/replay/",
+        recorded.recipe_tests_replay_view,
+        name="recipe-tests-replay",
+    ),
     path(
         "recipes/<slug:slug>/tests/<int:pk>/delete/",
         testing.recipe_test_remove,

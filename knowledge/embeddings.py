@@ -10,6 +10,10 @@ URL is checked with the SSRF guard before the call and every address again when 
 one time budget (the actor's `timeout_s`) covers each request with its retries. The API key
 is read from the env var the actor names, sent, and never shown: errors name the server by
 its redacted URL and replace the key wherever a server echoed it.
+
+Whoever counts model calls (the runner, for a step's searches) watches the calls made in a
+block with `observed`: each `embed` is reported once, answered or failed, with the tokens the
+server reported (`usage.prompt_tokens`) and how long it took.
 """
 
 from __future__ import annotations
@@ -20,6 +24,11 @@ import math
 import os
 import re
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import cast
 
 import httpx
@@ -60,6 +69,36 @@ class EmbeddingError(Exception):
     """Say why texts could not be embedded, naming the server by its redacted URL."""
 
 
+@dataclass(frozen=True)
+class EmbeddingCall:
+    """One `embed` as an observer sees it: the actor, the texts, what the server counted.
+
+    `tokens` is the server's `usage.prompt_tokens` summed over the requests, None when some
+    request reported none (or no server was asked: a scripted actor).
+    """
+
+    actor: Actor
+    texts: tuple[str, ...]
+    tokens: int | None
+    latency_ms: int
+    started_at: datetime
+    error: str = ""
+
+
+EmbeddingObserver = Callable[[EmbeddingCall], None]
+_observer: ContextVar[EmbeddingObserver | None] = ContextVar("embedding_observer", default=None)
+
+
+@contextmanager
+def observed(observer: EmbeddingObserver) -> Iterator[None]:
+    """Report each `embed` made in the block (in this thread or task) to `observer`."""
+    token = _observer.set(observer)
+    try:
+        yield
+    finally:
+        _observer.reset(token)
+
+
 def embed(actor: Actor, texts: list[str]) -> list[list[float]]:
     """Return one vector per text, in order, all of the same length.
 
@@ -69,6 +108,33 @@ def embed(actor: Actor, texts: list[str]) -> list[list[float]]:
     """
     if not texts:
         return []
+    observer = _observer.get()
+    if observer is None:
+        return _embed(actor, texts, [])
+    started_at, began = datetime.now(UTC), time.monotonic()
+    usage: list[int | None] = []
+    error = ""
+    try:
+        return _embed(actor, texts, usage)
+    except EmbeddingError as exc:
+        error = str(exc)
+        raise
+    finally:
+        counted = [tokens for tokens in usage if tokens is not None]
+        observer(
+            EmbeddingCall(
+                actor=actor,
+                texts=tuple(texts),
+                tokens=sum(counted) if usage and len(counted) == len(usage) else None,
+                latency_ms=int((time.monotonic() - began) * 1000),
+                started_at=started_at,
+                error=error,
+            )
+        )
+
+
+def _embed(actor: Actor, texts: list[str], usage: list[int | None]) -> list[list[float]]:
+    """Embed `texts` (see `embed`), adding each request's reported tokens to `usage`."""
     if actor.kind != Actor.Kind.LLM:
         raise EmbeddingError(f"actor {actor.name!r} is not a model, so it cannot embed texts")
     if actor.provider == Actor.Provider.SCRIPTED:
@@ -78,7 +144,7 @@ def embed(actor: Actor, texts: list[str]) -> list[list[float]]:
     client = _Client(actor)
     vectors: list[list[float]] = []
     for start in range(0, len(texts), BATCH_SIZE):
-        vectors.extend(client.embed(texts[start : start + BATCH_SIZE]))
+        vectors.extend(client.embed(texts[start : start + BATCH_SIZE], usage))
         if len(vectors[-1]) != len(vectors[0]):
             raise EmbeddingError(
                 f"{client.who} answered vectors of {len(vectors[0])} and of "
@@ -141,8 +207,8 @@ class _Client:
         # An empty key makes the SDK send no Authorization header (and read no env var).
         return OLLAMA_PLACEHOLDER_KEY if actor.provider == Actor.Provider.OLLAMA else ""
 
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        """Return the vectors of one request's texts, checked."""
+    def embed(self, texts: list[str], usage: list[int | None]) -> list[list[float]]:
+        """Return the vectors of one request's texts, checked; add its tokens to `usage`."""
         timeout_s = float(self._actor.timeout_s)
         deadline = time.monotonic() + timeout_s
         timeout = httpx.Timeout(timeout_s, connect=min(CONNECT_TIMEOUT_S, timeout_s))
@@ -177,13 +243,14 @@ class _Client:
                 raise self._error(str(exc)) from None
             except openai.OpenAIError as exc:
                 raise self._error("failed", str(exc)) from None
-        return self._vectors(body, len(texts))
+        return self._vectors(body, len(texts), usage)
 
-    def _vectors(self, body: bytes, count: int) -> list[list[float]]:
+    def _vectors(self, body: bytes, count: int, usage: list[int | None]) -> list[list[float]]:
         try:
             data = json.loads(body)
         except ValueError:
             raise self._error("answered with a body that is not valid JSON") from None
+        usage.append(_prompt_tokens(data))
         items = data.get("data") if isinstance(data, dict) else None
         if not isinstance(items, list):
             error = data.get("error") if isinstance(data, dict) else None
@@ -242,6 +309,15 @@ class _Client:
         if len(self._key) >= _MIN_SECRET_CHARS and self._key in text:
             return text.replace(self._key, "***")
         return text
+
+
+def _prompt_tokens(data: object) -> int | None:
+    """Return the tokens a server says a request's texts made (`usage.prompt_tokens`)."""
+    usage = data.get("usage") if isinstance(data, dict) else None
+    tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:
+        return tokens
+    return None
 
 
 def _with_v1(base_url: str) -> str:

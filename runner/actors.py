@@ -10,6 +10,7 @@ from django.contrib.auth.models import Group
 
 from workflows.models import Actor
 
+from .model_calls import NO_PRICES, Prices
 from .providers import (
     ActorConfig,
     ChatRequest,
@@ -31,6 +32,21 @@ class ResolvedActor:
     config: ActorConfig | None = None
     scripted: tuple[str, ...] | None = None  # dry-run answers for this alias
     problem: str | None = None  # why the actor's row cannot run (`path: message`), if it cannot
+    prices: Prices = NO_PRICES  # read once per time slice: a call is priced as it is made
+
+    @property
+    def provider_name(self) -> str:
+        """Return who answers the actor's calls: its provider, or `scripted` in a dry run."""
+        if self.scripted is not None:
+            return "scripted"
+        return self.config.provider if self.config else ""
+
+    @property
+    def model_name(self) -> str:
+        """Return the model the actor's calls ask for (`script` in a dry run)."""
+        if self.scripted is not None:
+            return "script"
+        return self.config.model if self.config else ""
 
 
 def resolve(
@@ -69,7 +85,16 @@ def resolve(
         timeout_s=actor.timeout_s,
         config=actor.config,
     )
-    return ResolvedActor(alias, reference, False, config=config, scripted=scripted, problem=problem)
+    prices = Prices(actor.price_in_per_million, actor.price_out_per_million, actor.currency)
+    return ResolvedActor(
+        alias,
+        reference,
+        False,
+        config=config,
+        scripted=scripted,
+        problem=problem,
+        prices=prices,
+    )
 
 
 def provider_for(actor: ResolvedActor) -> Provider:

@@ -10,7 +10,15 @@ from django.template.response import TemplateResponse
 from workflows.models import Recipe
 from workflows.validators import whole_number
 
-from .models import ActorStatistic, BranchEvaluation, HumanTask, Run, RunEvent, StepRun
+from .models import (
+    ActorStatistic,
+    BranchEvaluation,
+    HumanTask,
+    ModelCall,
+    Run,
+    RunEvent,
+    StepRun,
+)
 from .steps.actor_stats import actor_stat_rows
 
 
@@ -46,6 +54,10 @@ class StepRunInline(ReadOnlyInline):
         "status",
         "decision",
         "latency_ms",
+        "tokens_in",
+        "tokens_out",
+        "model_calls",
+        "cost",
         "error",
     ]
 
@@ -59,6 +71,29 @@ class TaskInline(ReadOnlyInline):
 class EvaluationInline(ReadOnlyInline):
     model = BranchEvaluation
     fields = ["order", "branch", "priority", "matched", "taken", "reason"]
+    show_change_link = False
+
+
+MODEL_CALL_FIELDS = [
+    "purpose",
+    "actor_alias",
+    "actor_name",
+    "provider",
+    "model",
+    "tokens_in",
+    "tokens_out",
+    "tokens_estimated",
+    "latency_ms",
+    "cost",
+    "currency",
+    "error",
+    "started_at",
+]
+
+
+class ModelCallInline(ReadOnlyInline):
+    model = ModelCall
+    fields = MODEL_CALL_FIELDS
     show_change_link = False
 
 
@@ -76,7 +111,31 @@ class StepRunAdmin(ReadOnlyAdmin):
     list_display = ["run", "seq", "attempt", "step_key", "status", "latency_ms"]
     list_filter = ["status", "kind"]
     list_select_related = ["run"]
-    inlines = [EvaluationInline]
+    inlines = [EvaluationInline, ModelCallInline]
+
+
+@admin.register(ModelCall)
+class ModelCallAdmin(ReadOnlyAdmin):
+    """Every call to a model, with what it cost: written by the runner, never by hand."""
+
+    list_display = [
+        "run",
+        "seq",
+        "purpose",
+        "actor_name",
+        "model",
+        "tokens_in",
+        "tokens_out",
+        "tokens_estimated",
+        "latency_ms",
+        "cost",
+        "currency",
+        "started_at",
+    ]
+    list_filter = ["purpose", "provider", "tokens_estimated"]
+    list_select_related = ["run"]
+    search_fields = ["actor_name", "model", "error"]
+    fields = ["run", "step_run", "seq", *MODEL_CALL_FIELDS]
 
 
 @admin.register(HumanTask)

@@ -18,10 +18,10 @@ from django.utils import timezone
 
 from workflows import engine
 
-from . import actors, dispatch, events, notifications, store
+from . import actors, dispatch, events, model_calls, notifications, store, tracing
 from .claims import SCRIPTED_TIMEOUT, Claim, StepCommit, StepOutcome
 from .lease import LeaseKeeper
-from .models import BranchEvaluation, HumanTask, StepRun
+from .models import BranchEvaluation, HumanTask, ModelCall, StepRun
 from .outages import DATABASE_ERRORS
 from .status import TERMINAL, Outcome, RunStatus, StepStatus, TaskStatus, check_transition
 from .steps import execute
@@ -49,7 +49,9 @@ def advance(run_id: int, *, time_slice: float | None = None, resume_token: str =
     try:
         with LeaseKeeper(claim.run_id, claim.token):
             while claim is not None:
-                outcome, decision = execute(claim)
+                with tracing.step_span(claim) as span:
+                    outcome, decision = execute(claim)
+                    span.result(outcome, decision)
                 claim = commit(claim, outcome, decision, go_on=time.monotonic() < deadline)
     except DATABASE_ERRORS as exc:
         raise Interrupted(run_id, claim.token if claim else "") from exc
@@ -97,6 +99,15 @@ def commit(
         return None
     if step.hands_back:
         dispatch.send_on_commit(claim.run_id)  # after the commit: the next claim must find it
+    if step.status in TERMINAL:
+        tracing.run_finished(
+            run_id=claim.run_id,
+            created_at=claim.created_at,
+            workflow=str(claim.document.get("slug", "")),
+            status=step.status,
+            outcome=step.outcome,
+            error=step.error,
+        )
     return following
 
 
@@ -123,7 +134,15 @@ def _step_decided(
         for e in decision.evaluations
     ]
     step_events.append(events.branch_taken(seq=claim.seq, step=claim.step.key, decision=decision))
-    commit = StepCommit(claim, step_run, evaluations, step_events, next={}, go_on=go_on)
+    commit = StepCommit(
+        claim,
+        step_run,
+        evaluations,
+        step_events,
+        next={},
+        go_on=go_on,
+        model_calls=_call_rows(claim, outcome),
+    )
     _apply_decision(commit, decision)
     if commit.status in TERMINAL:
         step_events.append(
@@ -155,11 +174,19 @@ def _step_run(claim: Claim, outcome: StepOutcome) -> StepRun:
     step_run.decision = outcome.decision
     step_run.error = outcome.error
     step_run.latency_ms = outcome.latency_ms
-    step_run.tokens_in, step_run.tokens_out = outcome.tokens_in, outcome.tokens_out
+    # The sums over every call the step made (its judge's and evaluators' too).
+    totals = model_calls.totals(outcome.model_calls)
+    step_run.tokens_in, step_run.tokens_out = totals.tokens_in, totals.tokens_out
+    step_run.cost, step_run.model_calls = totals.cost, totals.calls
     step_run.confidence = outcome.confidence
     step_run.details = outcome.details
     step_run.finished_at = timezone.now()
     return step_run
+
+
+def _call_rows(claim: Claim, outcome: StepOutcome) -> list[ModelCall]:
+    """The ModelCall rows of the step's calls (the store links them to its StepRun)."""
+    return [record.as_row(run_id=claim.run_id, seq=claim.seq) for record in outcome.model_calls]
 
 
 def _apply_decision(commit: StepCommit, decision: engine.Decision) -> None:
@@ -219,7 +246,15 @@ def _task_opened(claim: Claim, outcome: StepOutcome, go_on: bool) -> StepCommit:
     step_run = _step_run(claim, outcome)
     store.insert_task(claim, step_run, task)
     step_events = [events.human_task_created(task)]
-    commit = StepCommit(claim, step_run, [], step_events, next={}, go_on=go_on)
+    commit = StepCommit(
+        claim,
+        step_run,
+        [],
+        step_events,
+        next={},
+        go_on=go_on,
+        model_calls=_call_rows(claim, outcome),
+    )
     if outcome.scripted_decision is None:
         check_transition(commit.status, RunStatus.WAITING_HUMAN)
         commit.status = RunStatus.WAITING_HUMAN

@@ -16,11 +16,11 @@ from workflows.apis.schema import WHOLE_NUMBER_MAX, JSONObjectField, StrictText,
 from workflows.selectors import recipe_get
 from workflows.validators import whole_number
 
-from . import human, selectors, services
+from . import compare, human, reruns, selectors, services
 from .events import serialize_event
 from .idempotency import HEADER, MAX_KEY_LENGTH, respond_once
 from .inputs import InputsInvalid
-from .models import HumanTask, Run, StepRun
+from .models import HumanTask, ModelCall, Run, StepRun
 from .status import RunStatus
 
 IDEMPOTENCY_KEY = OpenApiParameter(
@@ -86,10 +86,37 @@ class EvaluationOutput(serializers.Serializer):
     reason = serializers.CharField()
 
 
+class ModelCallOutput(serializers.ModelSerializer):
+    """One call to a model; `cost` at the actor's prices when it was made (null: no price)."""
+
+    class Meta:
+        model = ModelCall
+        fields = [
+            "purpose",
+            "actor_alias",
+            "actor_name",
+            "provider",
+            "model",
+            "tokens_in",
+            "tokens_out",
+            "tokens_estimated",
+            "latency_ms",
+            "cost",
+            "currency",
+            "error",
+            "started_at",
+        ]
+
+
 class StepOutput(serializers.ModelSerializer):
     step = serializers.CharField(source="step_key")
     actor = serializers.CharField(source="actor_alias")
     evaluations = EvaluationOutput(many=True)
+    calls = ModelCallOutput(
+        many=True,
+        source="modelcall_set",
+        help_text="every call the step made to a model, its judge's and evaluators' included",
+    )
 
     class Meta:
         model = StepRun
@@ -106,11 +133,14 @@ class StepOutput(serializers.ModelSerializer):
             "latency_ms",
             "tokens_in",
             "tokens_out",
+            "cost",
+            "model_calls",
             "confidence",
             "details",
             "started_at",
             "finished_at",
             "evaluations",
+            "calls",
         ]
 
 
@@ -144,7 +174,22 @@ class TaskOutput(serializers.ModelSerializer):
 class RunOutput(serializers.ModelSerializer):
     recipe = serializers.CharField(source="recipe.slug")
     version = serializers.IntegerField(source="version.number")
+    draft_snapshot = serializers.BooleanField(
+        source="version.is_draft_snapshot",
+        read_only=True,
+        help_text="the run pins a draft snapshot (an editor test run; its version is 0)",
+    )
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    parent = serializers.PrimaryKeyRelatedField(
+        read_only=True,
+        allow_null=True,
+        help_text="the run this one was forked from (null: not a fork)",
+    )
+    forked_at_seq = serializers.IntegerField(
+        read_only=True,
+        allow_null=True,
+        help_text="the parent's step the fork starts at: its steps before it are copies",
+    )
 
     class Meta:
         model = Run
@@ -152,6 +197,9 @@ class RunOutput(serializers.ModelSerializer):
             "id",
             "recipe",
             "version",
+            "draft_snapshot",
+            "parent",
+            "forked_at_seq",
             "status",
             "outcome",
             "inputs",
@@ -161,6 +209,10 @@ class RunOutput(serializers.ModelSerializer):
             "created_at",
             "started_at",
             "finished_at",
+            "tokens_in",
+            "tokens_out",
+            "model_calls",
+            "cost",
         ]
 
 
@@ -261,6 +313,102 @@ class RunCancelApi(APIView):
         return Response(RunOutput(run).data)
 
 
+class RunResumeInput(StrictText, serializers.Serializer):
+    version = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=WHOLE_NUMBER_MAX,
+        help_text="go on on this published version of the recipe (it must have the step)",
+    )
+    actor = serializers.CharField(
+        required=False,
+        allow_null=True,
+        max_length=100,
+        help_text="run the step with this model alias of the recipe (an llm step's)",
+    )
+
+
+class RunResumeApi(APIView):
+    @extend_schema(request=RunResumeInput, responses={200: RunDetailOutput, **errors(409)})
+    def post(self, request: Request, run_id: int) -> Response:
+        """Queue a failed or cancelled run again at the step it stopped at: a new attempt of
+        that step in the same run, its history kept."""
+        run = selectors.run_get(user=request.user, run_id=run_id)
+        data = RunResumeInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            run = reruns.run_resume(
+                run=run,
+                version=data.validated_data.get("version"),
+                actor=data.validated_data.get("actor"),
+            )
+        except reruns.RerunInvalid as exc:
+            return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
+        except reruns.RunNotResumable as exc:
+            return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
+        return Response(RunDetailOutput(selectors.run_get(user=request.user, run_id=run.pk)).data)
+
+
+class RunForkInput(StrictText, serializers.Serializer):
+    at_seq = serializers.IntegerField(
+        min_value=1,
+        max_value=WHOLE_NUMBER_MAX,
+        help_text="the step (its seq) the fork starts at; the steps before it are copied",
+    )
+    response = serializers.CharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        trim_whitespace=False,
+        max_length=200_000,
+        help_text="record that step with this answer instead of running it: any text for an "
+        "llm step, one of its options (`option: comment`) for a human step, route names "
+        "separated by commas for a classify step",
+    )
+    inputs = JSONObjectField(
+        required=False,
+        allow_null=True,
+        help_text="inputs that replace the parent's of those names (null drops one)",
+    )
+    version = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=WHOLE_NUMBER_MAX,
+        help_text="another published version of the recipe (it must have the steps)",
+    )
+    script = ScriptField(required=False, allow_null=True, default=None)
+
+
+class RunForkApi(APIView):
+    @extend_schema(request=RunForkInput, responses={201: RunDetailOutput})
+    def post(self, request: Request, run_id: int) -> Response:
+        """Start a new run from one of this run's steps: with copies of the steps before it,
+        and optionally another answer for it, other inputs, another version or a script.
+        The run itself is not changed."""
+        run = selectors.run_get(user=request.user, run_id=run_id)
+        data = RunForkInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        asked = data.validated_data
+        if asked.get("inputs") is not None and not isinstance(asked["inputs"], dict):
+            raise ValidationError({"inputs": "must be an object of name: value"})
+        try:
+            fork = reruns.run_fork(
+                user=request.user,
+                run=run,
+                at_seq=asked["at_seq"],
+                response=asked.get("response"),
+                inputs=asked.get("inputs"),
+                version=asked.get("version"),
+                script=asked.get("script"),
+            )
+        except reruns.RerunInvalid as exc:
+            return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
+        fork = selectors.run_get(user=request.user, run_id=fork.pk)
+        return Response(RunDetailOutput(fork).data, status=status.HTTP_201_CREATED)
+
+
 class RunEventsApi(APIView):
     @extend_schema(
         parameters=[
@@ -316,3 +464,175 @@ class TaskDecideApi(APIView):
             return Response(TaskOutput(decided).data)
 
         return respond_once(request, decide)
+
+
+# --- comparing two runs ----------------------------------------------------------------------
+
+
+class DiffSegmentOutput(serializers.Serializer):
+    op = serializers.ChoiceField(
+        choices=["equal", "insert", "delete"],
+        help_text="`equal`: in both texts; `insert`: only in B's; `delete`: only in A's",
+    )
+    text = serializers.CharField()
+
+
+class TextDiffOutput(serializers.Serializer):
+    changed = serializers.BooleanField(help_text="the whole texts differ")
+    truncated = serializers.BooleanField(
+        help_text=f"a text is longer than {compare.MAX_DIFF_CHARS} characters: the segments "
+        "cover its start only"
+    )
+    segments = DiffSegmentOutput(many=True, help_text="text A becoming text B")
+
+
+class ComparedEvaluationOutput(serializers.Serializer):
+    priority = serializers.IntegerField(allow_null=True)
+    matched = serializers.BooleanField()
+    taken = serializers.BooleanField()
+    reason = serializers.CharField()
+
+
+class EvaluationChangeOutput(serializers.Serializer):
+    branch = serializers.CharField()
+    a = ComparedEvaluationOutput(allow_null=True, help_text="null: A did not evaluate it")
+    b = ComparedEvaluationOutput(allow_null=True, help_text="null: B did not evaluate it")
+    changes = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="`branch` (evaluated in one run only), or which of `matched`, `taken`, "
+        "`reason`, `priority` differ",
+    )
+
+
+class ComparedStepOutput(serializers.Serializer):
+    seq = serializers.IntegerField()
+    attempt = serializers.IntegerField()
+    status = serializers.CharField()
+    actor = serializers.CharField(source="actor_alias")
+    actor_name = serializers.CharField()
+    decision = serializers.CharField()
+    error = serializers.CharField()
+    branch = serializers.SerializerMethodField(help_text="the branch taken after the step")
+    latency_ms = serializers.IntegerField(allow_null=True)
+    tokens_in = serializers.IntegerField(allow_null=True)
+    tokens_out = serializers.IntegerField(allow_null=True)
+    cost = serializers.DecimalField(max_digits=14, decimal_places=8, allow_null=True)
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_branch(self, step: StepRun) -> str | None:
+        return compare.taken_branch(step)
+
+
+class StepDeltasOutput(serializers.Serializer):
+    latency_ms = serializers.IntegerField(allow_null=True)
+    tokens_in = serializers.IntegerField(allow_null=True)
+    tokens_out = serializers.IntegerField(allow_null=True)
+    cost = serializers.DecimalField(max_digits=16, decimal_places=8, allow_null=True)
+
+
+class StepPairOutput(serializers.Serializer):
+    index = serializers.IntegerField()
+    step = serializers.CharField(source="step_key")
+    only = serializers.ChoiceField(
+        choices=["a", "b"], allow_null=True, help_text="the run that alone ran the step"
+    )
+    differs = serializers.BooleanField()
+    changes = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="`step` (ran in one run only), or which of `actor`, `status`, `prompt`, "
+        "`response`, `decision`, `error`, `evaluations` differ",
+    )
+    branch_changed = serializers.BooleanField(
+        help_text="both runs ran the step and went on by different branches"
+    )
+    a = ComparedStepOutput(allow_null=True)
+    b = ComparedStepOutput(allow_null=True)
+    prompt = TextDiffOutput()
+    response = TextDiffOutput()
+    evaluations = EvaluationChangeOutput(many=True, help_text="the evaluations that differ")
+    deltas = StepDeltasOutput(help_text="B minus A")
+
+
+class RunDeltasOutput(serializers.Serializer):
+    steps = serializers.IntegerField()
+    latency_ms = serializers.IntegerField(help_text="of the steps, summed")
+    duration_ms = serializers.IntegerField(
+        allow_null=True, help_text="from start to finish; null unless both runs finished"
+    )
+    tokens_in = serializers.IntegerField()
+    tokens_out = serializers.IntegerField()
+    model_calls = serializers.IntegerField()
+    cost = serializers.DecimalField(max_digits=16, decimal_places=8)
+
+
+class RunComparisonOutput(serializers.Serializer):
+    a = RunOutput()
+    b = RunOutput()
+    identical = serializers.BooleanField()
+    run_changes = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="which of `recipe`, `version`, `inputs`, `script`, `status`, `outcome`, "
+        "`error` differ",
+    )
+    deltas = RunDeltasOutput(help_text="B minus A")
+    differing = serializers.SerializerMethodField(
+        help_text="the indexes in `steps` of the steps that differ"
+    )
+    first_difference = serializers.SerializerMethodField(
+        help_text="the index of the first step that differs"
+    )
+    first_branch_change = serializers.SerializerMethodField(
+        help_text="the index of the first step both runs left by different branches"
+    )
+    steps = StepPairOutput(many=True, help_text="the two paths lined up by step key")
+
+    @extend_schema_field(serializers.ListField(child=serializers.IntegerField()))
+    def get_differing(self, comparison: compare.RunComparison) -> list[int]:
+        return [pair.index for pair in comparison.differing]
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_first_difference(self, comparison: compare.RunComparison) -> int | None:
+        pair = comparison.first_difference
+        return pair.index if pair else None
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_first_branch_change(self, comparison: compare.RunComparison) -> int | None:
+        pair = comparison.first_branch_change
+        return pair.index if pair else None
+
+
+def _run_id_parameter(name: str, which: str) -> OpenApiParameter:
+    return OpenApiParameter(
+        name,
+        {"type": "integer", "minimum": 0, "maximum": WHOLE_NUMBER_MAX},
+        required=True,
+        description=f"the id of run {which}",
+    )
+
+
+class RunCompareApi(APIView):
+    @extend_schema(
+        parameters=[_run_id_parameter("a", "A"), _run_id_parameter("b", "B")],
+        responses={200: RunComparisonOutput, **errors(404)},
+    )
+    def get(self, request: Request) -> Response:
+        """Compare two runs step by step: text diffs, changed evaluations, deltas (B minus A)."""
+        ids: dict[str, int] = {}
+        problems: dict[str, str] = {}
+        for name in ("a", "b"):
+            value = request.query_params.get(name)
+            number = None if value is None else whole_number(value)
+            if number is None:
+                problems[name] = (
+                    "required: the id of a run"
+                    if value is None
+                    else "the id of a run: a whole number"
+                )
+            else:
+                ids[name] = number
+        if problems:
+            raise ValidationError(problems)
+        # Either run unseen is no comparison: 404, as for one run.
+        run_a = selectors.run_get(user=request.user, run_id=ids["a"])
+        run_b = selectors.run_get(user=request.user, run_id=ids["b"])
+        return Response(RunComparisonOutput(compare.compare_runs(run_a, run_b)).data)

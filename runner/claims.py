@@ -4,6 +4,7 @@ that stores them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -12,7 +13,8 @@ from workflows import engine
 
 from . import actors
 from .events import Event
-from .models import BranchEvaluation, HumanTask, StepRun
+from .model_calls import CallRecord
+from .models import BranchEvaluation, HumanTask, ModelCall, StepRun
 from .status import RUNNABLE, RunStatus, StepStatus
 
 TOKEN_PUSH_INTERVAL_S = 0.1
@@ -40,10 +42,15 @@ class Claim:
     script: dict[str, Any] | None
     recipe_id: int
     owner_id: int
+    created_at: datetime  # the run's: its trace id is derived from it (runner.tracing)
     # The run's event_seq once the claim is committed: the commit numbers its events from it.
     event_seq: int = 0
     # Actors resolved in this time slice, by alias (looked up once per slice, not per step).
     resolved: dict[str, actors.ResolvedActor] = field(default_factory=dict)
+    # What the run's committed steps spent (its totals), and when it started: its budget
+    # counts from them. Only the lease holder adds to the totals, so the claim keeps them.
+    spent: engine.Spend = field(default_factory=engine.Spend)
+    started_at: datetime | None = None
 
 
 @dataclass
@@ -71,6 +78,9 @@ class StepOutcome:
     hits: tuple[engine.Citation, ...] | None = None  # what the step's sources found
     # the calls the step made to tools (None: it could call none); kept in details too
     tool_calls: tuple[dict[str, Any], ...] | None = None
+    # every call the step made to a model, its evaluators' included (runner.model_calls)
+    model_calls: list[CallRecord] = field(default_factory=list)
+    budget_exceeded: bool = False  # the run's budget refused one of its calls
 
 
 @dataclass
@@ -84,7 +94,8 @@ class StepCommit:
     with the commit, and `next` points at it for the run to go on with the step).
     `events` are the step's, in order; the store adds those of the next step it claims. With
     `go_on`, the run's next step is claimed in the same commit; without, a run that has one is
-    handed back to the queue.
+    handed back to the queue. `model_calls` are the step's calls to models, inserted with it;
+    their totals are added to the run's.
     """
 
     claim: Claim
@@ -97,6 +108,7 @@ class StepCommit:
     error: str = ""
     task: HumanTask | None = None
     go_on: bool = False
+    model_calls: list[ModelCall] = field(default_factory=list)
 
     @property
     def decided(self) -> bool:

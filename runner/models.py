@@ -36,6 +36,12 @@ class Run(models.Model):
     next_seq = models.PositiveIntegerField(default=1)
     # How many times each actor alias has been called, for scripted replies consumed in order.
     calls = models.JSONField(default=dict, blank=True)
+    # What the run's model calls spent (the sums of its ModelCalls), added by each step's
+    # commit in the statement that writes its calls (runner.store); read by budgets.
+    tokens_in = models.PositiveBigIntegerField(default=0)
+    tokens_out = models.PositiveBigIntegerField(default=0)
+    model_calls = models.PositiveIntegerField(default=0)
+    cost = models.DecimalField(max_digits=14, decimal_places=8, default=0)
     # The lease fences commits: only the worker holding `lease_token` may commit the next step.
     lease_token = models.CharField(max_length=36, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
@@ -47,6 +53,12 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # A fork: the run it was forked from, and the step (seq) where it parted from it. Its
+    # steps before that seq are copies of the parent's; it executed the others itself.
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks"
+    )
+    forked_at_seq = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -62,8 +74,21 @@ class Run(models.Model):
         return f"run {self.pk} of {self.recipe_id} ({self.status})"
 
 
+class StepRunQuerySet(models.QuerySet["StepRun"]):
+    def executed(self) -> StepRunQuerySet:
+        """Leave out the steps a fork copied from its parent: they ran, and count, there."""
+        return self.filter(
+            models.Q(run__forked_at_seq__isnull=True)
+            | models.Q(seq__gte=models.F("run__forked_at_seq"))
+        )
+
+
 class StepRun(models.Model):
-    """One attempt of one step in a run, committed once with its evaluations and events."""
+    """One attempt of one step in a run, committed once with its evaluations and events.
+
+    A fork starts with copies of its parent's steps before `Run.forked_at_seq`; statistics
+    read `StepRun.objects.executed()`, which leaves them out.
+    """
 
     # Indexed by the unique (run, seq, attempt) below.
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps", db_index=False)
@@ -80,13 +105,18 @@ class StepRun(models.Model):
     decision = models.CharField(max_length=50, blank=True)
     error = models.TextField(blank=True)
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    # The sums over the step's model calls (its ModelCalls); None when none reported any.
     tokens_in = models.PositiveIntegerField(null=True, blank=True)
     tokens_out = models.PositiveIntegerField(null=True, blank=True)
+    cost = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
+    model_calls = models.PositiveIntegerField(default=0)
     confidence = models.FloatField(null=True, blank=True)
     # Validation attempts, classifier trace, decision-tree trace, fallback notice.
     details = models.JSONField(default=dict, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = StepRunQuerySet.as_manager()
 
     class Meta:
         ordering = ["run", "seq", "attempt"]
@@ -119,6 +149,67 @@ class BranchEvaluation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.branch}: {self.reason}"
+
+
+class ModelCall(models.Model):
+    """One call to a model: the step's answer, a validation attempt, a judge, an evaluator, a
+    classifier, a tool-calling turn or an embedding, with what it cost.
+
+    Written with its step (runner.store), never changed. The cost is computed from the actor's
+    prices when the call is made: a later change of price leaves it as it was.
+    """
+
+    class Purpose(models.TextChoices):
+        ANSWER = "answer", "answer"
+        VALIDATION = "validation", "validation attempt"
+        JUDGE = "judge", "judge"
+        EVALUATION = "evaluation", "evaluation"
+        CLASSIFICATION = "classification", "classification"
+        TOOL_TURN = "tool_turn", "tool-calling turn"
+        EMBEDDING = "embedding", "embedding"
+        OTHER = "other", "other"
+
+    # No constraints in the database (see RunEvent.run): written with the run's update and
+    # its StepRun, in one statement on PostgreSQL. Indexed by (run, seq) below. The reverse
+    # accessors keep Django's default names (`run.modelcall_set`): `model_calls` is the count
+    # on Run and StepRun.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, db_index=False, db_constraint=False)
+    step_run = models.ForeignKey(
+        StepRun, null=True, blank=True, on_delete=models.CASCADE, db_constraint=False
+    )
+    seq = models.PositiveIntegerField(help_text="the step's sequence number in the run")
+    purpose = models.CharField(max_length=20, choices=Purpose.choices)
+    actor_alias = models.CharField(max_length=100, blank=True)
+    actor_name = models.CharField(max_length=200, blank=True)
+    provider = models.CharField(max_length=20, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    tokens_in = models.PositiveIntegerField(null=True, blank=True)
+    tokens_out = models.PositiveIntegerField(null=True, blank=True)
+    tokens_estimated = models.BooleanField(
+        default=False, help_text="the server reported no usage: the tokens were counted here"
+    )
+    latency_ms = models.PositiveIntegerField()
+    cost = models.DecimalField(
+        max_digits=14,
+        decimal_places=8,
+        null=True,
+        blank=True,
+        help_text="at the actor's prices when the call was made; empty when it had none",
+    )
+    currency = models.CharField(max_length=3, blank=True)
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["run", "seq", "started_at", "id"]
+        indexes = [
+            models.Index(fields=["run", "seq"]),
+            # Spend by actor over time (the actor's page, the metrics).
+            models.Index(fields=["actor_name", "started_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} #{self.seq} {self.purpose} call of {self.actor_name}"
 
 
 class HumanTask(models.Model):

@@ -8,7 +8,7 @@ from django.http import Http404
 
 from workflows.selectors import recipes_visible_to
 
-from .models import BranchEvaluation, HumanTask, Run, StepRun
+from .models import BranchEvaluation, HumanTask, ModelCall, Run, StepRun
 from .status import TaskStatus
 
 
@@ -31,10 +31,24 @@ def run_get(*, user: AbstractBaseUser | AnonymousUser, run_id: int) -> Run:
 
 
 def run_steps(run: Run) -> QuerySet[StepRun]:
-    """Return the run's steps in order, with their evaluations."""
+    """Return the run's steps in order, with their evaluations and their calls to models."""
     return run.steps.order_by("seq", "attempt").prefetch_related(
-        Prefetch("evaluations", queryset=BranchEvaluation.objects.order_by("order"))
+        Prefetch("evaluations", queryset=BranchEvaluation.objects.order_by("order")),
+        Prefetch("modelcall_set", queryset=ModelCall.objects.order_by("started_at", "pk")),
     )
+
+
+def run_currencies(run: Run) -> list[str]:
+    """Return the currencies the run's priced calls were priced in (at most two: more than
+    one says its cost adds different currencies)."""
+    found = (
+        ModelCall.objects.filter(run=run)
+        .exclude(currency="")
+        .order_by("currency")
+        .values_list("currency", flat=True)
+        .distinct()
+    )
+    return list(found[:2])
 
 
 def tasks_for_reviewer(user: AbstractBaseUser | AnonymousUser) -> QuerySet[HumanTask]:

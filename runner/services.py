@@ -12,7 +12,7 @@ from django.utils import timezone
 from workflows import engine
 from workflows.models import Recipe, RecipeVersion
 
-from . import dispatch, events, store
+from . import dispatch, events, store, tracing
 from .claims import SCRIPTED_TIMEOUT
 from .human import tasks_close_for_run
 from .inputs import InputsInvalid, check_inputs
@@ -108,12 +108,23 @@ def run_start(
     inputs: object,
     script: object = None,
     version: int | None = None,
+    snapshot: RecipeVersion | None = None,
 ) -> Run:
-    """Queue a run of the recipe's latest (or a given) published version."""
-    versions = RecipeVersion.objects.filter(recipe=recipe).defer("document")  # see version_graph
-    pinned = (
-        versions.filter(number=version).first() if version else versions.order_by("-number").first()
-    )
+    """Queue a run of the recipe's latest (or a given) published version, or of `snapshot`, a
+    draft snapshot of the recipe (`workflows.services.recipe_draft_snapshot`: a test run of the
+    draft as the editor shows it)."""
+    if snapshot is not None:
+        if snapshot.recipe_id != recipe.pk or not snapshot.is_draft_snapshot:
+            raise RunNotStartable(f"version: not a draft snapshot of '{recipe.slug}'")
+        pinned: RecipeVersion | None = snapshot
+    else:
+        # The document is left to version_graph, which parses it once per process.
+        published = RecipeVersion.objects.published().filter(recipe=recipe).defer("document")
+        pinned = (
+            published.filter(number=version).first()
+            if version
+            else published.order_by("-number").first()
+        )
     if pinned is None:
         raise RunNotStartable(
             f"version: '{recipe.slug}' has no version {version}"
@@ -125,7 +136,7 @@ def run_start(
     except engine.RecipeInvalid as exc:
         # Published before a check it fails was added (e.g. the bounds on regexes).
         raise RunNotStartable(
-            f"version: v{pinned.number} of '{recipe.slug}' cannot run: {'; '.join(exc.errors)}"
+            f"version: {pinned.label} of '{recipe.slug}' cannot run: {'; '.join(exc.errors)}"
         ) from None
     checked_inputs = check_inputs(document.get("inputs", {}), inputs)
     checked_script = check_script(script, graph)
@@ -157,4 +168,12 @@ def run_cancel(*, run: Run) -> Run:
             events.run_finished(status=RunStatus.CANCELLED, outcome=Outcome.CANCELLED, error="")
         )
         store.cancel(locked, pending)
+    tracing.run_finished(
+        run_id=locked.pk,
+        created_at=locked.created_at,
+        workflow=run.recipe.slug,
+        status=locked.status,
+        outcome=locked.outcome,
+        error="",
+    )
     return locked

@@ -25,8 +25,9 @@ RUN_TRANSITIONS: dict[str, frozenset[str]] = {
     ),
     RunStatus.WAITING_HUMAN: frozenset({RunStatus.RUNNING, RunStatus.CANCELLED, RunStatus.FAILED}),
     RunStatus.SUCCEEDED: frozenset(),
-    RunStatus.FAILED: frozenset(),
-    RunStatus.CANCELLED: frozenset(),
+    # Resumed: queued again for a new attempt of the step it stopped at (runner.reruns).
+    RunStatus.FAILED: frozenset({RunStatus.QUEUED}),
+    RunStatus.CANCELLED: frozenset({RunStatus.QUEUED}),
     RunStatus.ENDED: frozenset(),
 }
 

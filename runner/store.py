@@ -1,6 +1,7 @@
-"""The run store: the one module that writes a run (start it, claim its next step under a
-lease, commit a step, mark it sent to the workers; resume, escalate or cancel it for a
-person), and the only one that knows which database it is on.
+"""The run store: the one module that writes a run (start it, a fork with copies of its
+parent's steps; claim its next step under a lease, commit a step, mark it sent to the workers;
+resume, escalate or cancel it for a person), and the only one that knows which database it is
+on.
 
 A claimed run changes only through a fenced UPDATE, `... WHERE id = %s AND lease_token = %s AND
 next_seq = %s AND status IN (runnable)`, which matches no row once another worker took the lease
@@ -16,15 +17,21 @@ sends the fenced UPDATE, then the INSERTs, in one transaction.
 The rare writes take the ORM's path on both: a human step's task (`insert_task`) and its
 resumed commit, and the runs people move (`lock` is SELECT ... FOR UPDATE, which SQLite
 ignores: its write transaction locks the whole database).
+
+A step's calls to models (ModelCall rows) are inserted with its StepRun, and their totals
+added to the run's (`tokens_in`, `tokens_out`, `model_calls`, `cost`) by the same fenced
+UPDATE, as `column = column + value`: never read, added to, and written back.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from contextlib import nullcontext, suppress
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from decimal import Decimal
 from functools import cache
 from typing import Any
 
@@ -38,7 +45,7 @@ from workflows import engine
 
 from . import events
 from .claims import Claim, StepCommit, lease_seconds
-from .models import BranchEvaluation, HumanTask, Run, RunEvent, StepRun
+from .models import BranchEvaluation, HumanTask, ModelCall, Run, RunEvent, StepRun
 from .status import RUNNABLE, TERMINAL, Outcome, RunStatus, check_transition
 from .versions import version_graph
 
@@ -51,12 +58,36 @@ class Fenced(Exception):
 # Start
 
 
-def start(run: Run, first: list[events.Event]) -> None:
-    """Insert a new run with its first events."""
+def start(run: Run, first: list[events.Event], *, history: Sequence[StepRun] = ()) -> None:
+    """Insert a new run with its first events; a fork's with the `history` it copies."""
     run.event_seq = len(first)
     with transaction.atomic():
         run.save(force_insert=True)
+        _copy_steps(run, history)
         events.append(run.pk, run.created_by_id, 0, first)
+
+
+def _copy_steps(run: Run, steps: Sequence[StepRun]) -> None:
+    """Insert copies of another run's StepRuns (their evaluations prefetched) into `run`.
+
+    Their calls to models are not copied: they were made, and paid for, once, and are counted
+    in the run that made them; the copies keep the steps' own sums of them. Nor are human
+    steps' tasks: they were decided in that run (a copy keeps the decision and the comment).
+    """
+    if not steps:
+        return
+    step_fields = [f.name for f in _inserted_fields(StepRun, frozenset({"run"}))]
+    copies = [StepRun(run=run, **{name: getattr(s, name) for name in step_fields}) for s in steps]
+    # Both databases return the new keys from a bulk insert (SQLite since 3.35).
+    StepRun.objects.bulk_create(copies)
+    evaluation_fields = [
+        f.name for f in _inserted_fields(BranchEvaluation, frozenset({"step_run"}))
+    ]
+    BranchEvaluation.objects.bulk_create(
+        BranchEvaluation(step_run=copy, **{name: getattr(e, name) for name in evaluation_fields})
+        for step, copy in zip(steps, copies, strict=True)
+        for e in step.evaluations.all()
+    )
 
 
 def mark_enqueued(run_id: int) -> None:
@@ -77,7 +108,7 @@ def renew_lease(run_id: int, token: str) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Runs moved by people: a reviewer's decision, a task past due, a cancel
+# Runs moved by people: a reviewer's decision, a task past due, a cancel, a resume
 
 
 def lock(run_id: int) -> Run:
@@ -95,29 +126,67 @@ def add_events(run: Run, new_events: list[events.Event]) -> None:
     run.save(update_fields=["event_seq"])
 
 
-def resume(run: Run, task: HumanTask, new_events: list[events.Event]) -> None:
-    """Set a run that waited for the `task`, `lock`ed in the caller's transaction, running
-    again on the task's step (its next claim reads the task), and record `new_events`."""
-    check_transition(run.status, RunStatus.RUNNING)
-    run.status = RunStatus.RUNNING
-    run.next = {"step": task.step_key, "resume_task": task.pk}
+def resume(
+    run: Run,
+    task: HumanTask | None,
+    new_events: list[events.Event],
+    *,
+    at: dict[str, Any] | None = None,
+) -> None:
+    """Set a run `lock`ed in the caller's transaction going again, and record `new_events`.
+
+    With a `task`: the run waited for it, and runs again on the task's step (its next claim
+    reads the task). Without: a failed or cancelled run is queued again at `at` (its next
+    step, and how to run it), a new attempt of that step; what the caller changed for it (the
+    run's version, state and next seq) is saved too. The caller sends its message.
+    """
+    if task is not None:
+        check_transition(run.status, RunStatus.RUNNING)
+        run.status = RunStatus.RUNNING
+        run.next = {"step": task.step_key, "resume_task": task.pk}
+        events.record(run, new_events)
+        run.save(update_fields=["status", "next", "event_seq"])
+        return
+    assert at and at.get("step"), "a stopped run resumes at a step"
+    check_transition(run.status, RunStatus.QUEUED)
+    run.status, run.outcome, run.error, run.finished_at = RunStatus.QUEUED, "", "", None
+    run.next, run.claims, run.lease_token, run.lease_expires_at = at, 0, "", None
+    run.enqueued_at = timezone.now()
     events.record(run, new_events)
-    run.save(update_fields=["status", "next", "event_seq"])
+    run.save(
+        update_fields=[
+            "status",
+            "outcome",
+            "error",
+            "finished_at",
+            "next",
+            "claims",
+            "lease_token",
+            "lease_expires_at",
+            "enqueued_at",
+            "version",
+            "state",
+            "next_seq",
+            "event_seq",
+        ]
+    )
 
 
 def cancel(run: Run, new_events: list[events.Event]) -> None:
     """Stop a run `lock`ed in the caller's transaction before its next step, and record
-    `new_events`."""
+    `new_events`.
+
+    The run keeps its `next` (no claim takes a stopped run's): a resume goes on from there.
+    """
     check_transition(run.status, RunStatus.CANCELLED)
     run.status, run.outcome = RunStatus.CANCELLED, Outcome.CANCELLED
-    run.next, run.lease_token, run.lease_expires_at = {}, "", None
+    run.lease_token, run.lease_expires_at = "", None
     run.finished_at = timezone.now()
     events.record(run, new_events)
     run.save(
         update_fields=[
             "status",
             "outcome",
-            "next",
             "lease_token",
             "lease_expires_at",
             "finished_at",
@@ -182,6 +251,11 @@ def claim(run_id: int, *, resume_token: str = "") -> Claim | None:
         script=run.script,
         recipe_id=run.recipe_id,
         owner_id=run.created_by_id,
+        created_at=run.created_at,
+        spent=engine.Spend(
+            tokens=run.tokens_in + run.tokens_out, cost=run.cost, calls=run.model_calls
+        ),
+        started_at=run.started_at or now,
     )
     new_events += _started(claimed)
     changes.update(
@@ -270,14 +344,17 @@ def commit(step: StepCommit) -> Claim | None:
     new_events = list(step.events)
     following, changes = _moves(step, new_events, now)
     fence = _fence_of_claim(claim)
+    added = _added(step.model_calls)
     if step.step_run.pk is None:
-        event_seq = _write(fence, changes, new_events, (step.step_run, step.evaluations))
+        written = _Step(step.step_run, step.evaluations, step.model_calls)
+        event_seq = _write(fence, changes, new_events, written, added=added)
     else:  # a human step's StepRun, inserted with its task (rare: the ORM's path)
         with transaction.atomic():
-            base = _fence(fence, changes, len(new_events))
+            base = _fence(fence, changes, len(new_events), added=added)
             if step.decided:  # resumed by the task's decision
                 step.step_run.save(force_update=True)
                 BranchEvaluation.objects.bulk_create(step.evaluations)
+            _insert_calls(step.step_run, step.model_calls)
             if step.task is not None:
                 step.task.save(update_fields=["status", "decision", "comment", "decided_at"])
             events.append(claim.run_id, claim.owner_id, base, new_events)
@@ -332,6 +409,7 @@ def _moves(
                 step=claim.graph.step(step.next_step),
                 next=dict(step.next),
                 event_seq=0,
+                spent=claim.spent + _spend(step.model_calls),
             )
             new_events += _started(following)
             changes.update(
@@ -364,36 +442,81 @@ def _fence_of_claim(claim: Claim) -> _Fence:
     return _Fence(claim.run_id, claim.owner_id, claim.token, claim.seq, claim.event_seq)
 
 
+@dataclass(frozen=True)
+class _Step:
+    """A step's new rows: its StepRun, its branch evaluations, its calls to models."""
+
+    step_run: StepRun
+    evaluations: list[BranchEvaluation]
+    calls: list[ModelCall]
+
+
+def _added(calls: list[ModelCall]) -> dict[str, Any]:
+    """What a step's calls add to the run's totals (nothing for a step without calls)."""
+    if not calls:
+        return {}
+    return {
+        "tokens_in": sum(call.tokens_in or 0 for call in calls),
+        "tokens_out": sum(call.tokens_out or 0 for call in calls),
+        "model_calls": len(calls),
+        "cost": sum((call.cost for call in calls if call.cost is not None), Decimal(0)),
+    }
+
+
+def _spend(calls: list[ModelCall]) -> engine.Spend:
+    """What a step's calls spent, as the run's budget counts it."""
+    added = _added(calls)
+    if not added:
+        return engine.Spend()
+    tokens = added["tokens_in"] + added["tokens_out"]
+    return engine.Spend(tokens=tokens, cost=added["cost"], calls=added["model_calls"])
+
+
+def _insert_calls(step_run: StepRun, calls: list[ModelCall]) -> None:
+    """Insert a step's calls to models, linked to its saved StepRun (the ORM's path)."""
+    for call in calls:
+        call.step_run = step_run
+    ModelCall.objects.bulk_create(calls)
+
+
 def _write(
     fence: _Fence,
     changes: dict[str, Any],
     new_events: list[events.Event],
-    step: tuple[StepRun, list[BranchEvaluation]] | None = None,
+    step: _Step | None = None,
     *,
     exact_events: bool = False,
+    added: dict[str, Any] | None = None,
 ) -> int:
-    """Change the run and add its events, with a step's new StepRun and evaluations, if the
-    fence holds (else write nothing and raise Fenced); return the run's event_seq after it.
+    """Change the run and add its events, with a step's new StepRun, evaluations and calls,
+    if the fence holds (else write nothing and raise Fenced); return the run's event_seq
+    after it. `added` is added to the run's fields of those names (its totals).
 
     One statement on PostgreSQL (below); elsewhere the fenced UPDATE first, then the rows.
     """
+    added = added or {}
     if connection.vendor == "postgresql":
-        return _write_in_one_statement(fence, changes, new_events, step, exact_events)
+        return _write_in_one_statement(fence, changes, added, new_events, step, exact_events)
     with transaction.atomic():
-        base = _fence(fence, changes, len(new_events), exact_events=exact_events)
+        base = _fence(fence, changes, len(new_events), exact_events=exact_events, added=added)
         if step is not None:
-            step_run, evaluations = step
-            step_run.save(force_insert=True)
-            BranchEvaluation.objects.bulk_create(evaluations)
+            step.step_run.save(force_insert=True)
+            BranchEvaluation.objects.bulk_create(step.evaluations)
+            _insert_calls(step.step_run, step.calls)
         events.append(fence.run_id, fence.owner_id, base, new_events)
     return base + len(new_events)
 
 
 def _fence(
-    fence: _Fence, changes: dict[str, Any], new_events: int, *, exact_events: bool = False
+    fence: _Fence,
+    changes: dict[str, Any],
+    new_events: int,
+    *,
+    exact_events: bool = False,
+    added: dict[str, Any] | None = None,
 ) -> int:
-    """Apply `changes` to the run if it is still at the fence's token and seq and runnable;
-    else raise Fenced.
+    """Apply `changes` to the run, and add `added` to its fields of those names, if it is
+    still at the fence's token and seq and runnable; else raise Fenced.
 
     Returns the run's event_seq before this write: the caller numbers its `new_events` events
     from the next one. Another writer may have added events since the run was read (none does
@@ -403,6 +526,8 @@ def _fence(
     fenced = Run.objects.filter(
         pk=fence.run_id, lease_token=fence.token, next_seq=fence.seq, status__in=RUNNABLE
     )
+    # Added in the UPDATE itself: the totals are never read and written back.
+    changes = changes | {name: F(name) + value for name, value in (added or {}).items()}
     base = fence.event_seq
     while not fenced.filter(event_seq=base).update(event_seq=base + new_events, **changes):
         current = fenced.values_list("event_seq", flat=True).first()
@@ -429,21 +554,26 @@ def _fence(
 def _write_in_one_statement(
     fence: _Fence,
     changes: dict[str, Any],
+    added: dict[str, Any],
     new_events: list[events.Event],
-    step: tuple[StepRun, list[BranchEvaluation]] | None,
+    step: _Step | None,
     exact_events: bool,
 ) -> int:
     rows = events.rows(fence.run_id, new_events)  # numbered from 1: offsets from the base
     params = [_db_value(Run._meta.get_field(name), value) for name, value in changes.items()]
+    params += [_db_value(Run._meta.get_field(name), value) for name, value in added.items()]
     params += [len(rows), fence.run_id, fence.token, fence.seq, *sorted(RUNNABLE)]
     params += [fence.event_seq] if exact_events else []
     params.append(len(rows))
+    with_calls = step is not None and bool(step.calls)
     if step is not None:
-        step_run, evaluations = step
+        step_run = step.step_run
         params += [_db_value(f, f.pre_save(step_run, True)) for f in _inserted_fields(StepRun)]
-        params.append(_rows_json(BranchEvaluation, evaluations, EVALUATION_COMPUTED))
+        params.append(_rows_json(BranchEvaluation, step.evaluations, EVALUATION_COMPUTED))
+        if with_calls:
+            params.append(_rows_json(ModelCall, step.calls, CALL_COMPUTED))
     params.append(_rows_json(RunEvent, rows, EVENT_COMPUTED))
-    statement = _statement(tuple(changes), step is not None, exact_events)
+    statement = _statement(tuple(changes), tuple(added), step is not None, with_calls, exact_events)
     connection.close_if_health_check_failed()  # as connection.cursor() does
     connection.ensure_connection()
     cursor = psycopg.Cursor(connection.connection)  # binds on the server, to be prepared
@@ -461,19 +591,29 @@ def _write_in_one_statement(
     return base + len(rows)
 
 
-# The columns the statement computes: the evaluations' StepRun, the events' run and number.
+# The columns the statement computes: the evaluations' StepRun, the calls' run and StepRun,
+# the events' run and number.
 EVALUATION_COMPUTED = {"step_run": "step.id"}
+CALL_COMPUTED = {"run": "fence.id", "step_run": "step.id"}
 EVENT_COMPUTED = {"run": "fence.id", "seq": "fence.base + rows.n"}
 
 
 @cache
-def _statement(changed: tuple[str, ...], with_step: bool, exact_events: bool) -> str:
-    """The SQL of a write that sets the run's `changed` fields (and, `exact_events`, fences on
-    its event count too) and inserts its events and, `with_step`, a StepRun and its
-    evaluations; parameters in `_write_in_one_statement`'s order."""
+def _statement(
+    changed: tuple[str, ...],
+    added: tuple[str, ...],
+    with_step: bool,
+    with_calls: bool,
+    exact_events: bool,
+) -> str:
+    """The SQL of a write that sets the run's `changed` fields, adds to its `added` ones (and,
+    `exact_events`, fences on its event count too) and inserts its events and, `with_step`, a
+    StepRun, its evaluations and, `with_calls`, its calls to models; parameters in
+    `_write_in_one_statement`'s order."""
     quote = connection.ops.quote_name
     run, event_seq = quote(Run._meta.db_table), _column(Run, "event_seq")
     sets = [f"{_column(Run, name)} = %s" for name in changed]
+    sets += [f"{_column(Run, name)} = {_column(Run, name)} + %s" for name in added]
     statuses = ", ".join(["%s"] * len(RUNNABLE))
     parts = [
         f"fence AS (UPDATE {run} SET {', '.join(sets)}, {event_seq} = {event_seq} + %s "
@@ -490,6 +630,8 @@ def _statement(changed: tuple[str, ...], with_step: bool, exact_events: bool) ->
             f"SELECT {', '.join(['%s'] * len(step_fields))} FROM fence RETURNING id)",
             f"evaluations AS ({_insert_rows(BranchEvaluation, EVALUATION_COMPUTED, 'step')})",
         ]
+    if with_calls:
+        parts.append(f"calls AS ({_insert_rows(ModelCall, CALL_COMPUTED, 'fence, step')})")
     parts.append(f"new_events AS ({_insert_rows(RunEvent, EVENT_COMPUTED, 'fence')})")
     return f"WITH {', '.join(parts)} SELECT base FROM fence"
 
@@ -512,11 +654,20 @@ def _insert_rows(model: type[models.Model], computed: dict[str, str], source: st
 
 
 def _rows_json(model: type[models.Model], objs: list[Any], computed: dict[str, str]) -> str:
-    """`objs` as `_insert_rows` reads them. Their fields hold JSON values, or datetimes (whose
-    ISO text keeps the microseconds)."""
+    """`objs` as `_insert_rows` reads them. Their fields hold JSON values, datetimes (whose
+    ISO text keeps the microseconds) or Decimals (as text, which keeps every digit: a
+    numeric column reads it exactly)."""
     fields = _inserted_fields(model, frozenset(computed))
     rows = [{f.column: f.pre_save(obj, True) for f in fields} for obj in objs]
-    return json.dumps(rows, default=datetime.isoformat)
+    return json.dumps(rows, default=_json_default)
+
+
+def _json_default(value: object) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def _db_value(field: models.Field[Any, Any], value: Any) -> Any:

@@ -9,8 +9,11 @@ from . import apis
 urlpatterns = [
     api(f"recipes/{SLUG}/runs", apis.RecipeRunsApi.as_view(), "recipe-runs"),
     api("runs", apis.RunListApi.as_view(), "run-list"),
+    api("runs/compare", apis.RunCompareApi.as_view(), "run-compare"),
     api(f"runs/(?P<run_id>{WHOLE_NUMBER})", apis.RunDetailApi.as_view(), "run-detail"),
     api(f"runs/(?P<run_id>{WHOLE_NUMBER})/cancel", apis.RunCancelApi.as_view(), "run-cancel"),
+    api(f"runs/(?P<run_id>{WHOLE_NUMBER})/resume", apis.RunResumeApi.as_view(), "run-resume"),
+    api(f"runs/(?P<run_id>{WHOLE_NUMBER})/fork", apis.RunForkApi.as_view(), "run-fork"),
     api(f"runs/(?P<run_id>{WHOLE_NUMBER})/events", apis.RunEventsApi.as_view(), "run-events"),
     api("tasks", apis.TaskListApi.as_view(), "task-list"),
     api(f"tasks/(?P<task_id>{WHOLE_NUMBER})/decide", apis.TaskDecideApi.as_view(), "task-decide"),

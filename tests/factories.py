@@ -180,4 +180,7 @@ def admin_form_data(actor: Actor) -> dict[str, Any]:
         "timeout_s": actor.timeout_s,
         "group": actor.group_id or "",
         "config": json.dumps(actor.config or {}),
+        "price_in_per_million": actor.price_in_per_million or "",
+        "price_out_per_million": actor.price_out_per_million or "",
+        "currency": actor.currency,
     }

@@ -33,15 +33,18 @@ def document_from_recipe(recipe: Recipe) -> dict[str, Any]:
     """Return the recipe draft as a format-v1 document (no secrets: keys stay in env vars)."""
     steps = recipe.steps.prefetch_related("branches").order_by("order")
     aliases = recipe.actor_aliases.select_related("actor", "group")
-    return {
+    doc: dict[str, Any] = {
         "format": FORMAT,
         "slug": recipe.slug,
         "name": recipe.name,
         "description": recipe.description,
         "inputs": recipe.inputs,
         "actors": {a.alias: a.reference for a in aliases},
-        "steps": [_step_document(step) for step in steps],
     }
+    if recipe.budget:  # only when set: a recipe without limits exports as it always did
+        doc["budget"] = recipe.budget
+    doc["steps"] = [_step_document(step) for step in steps]
+    return doc
 
 
 def _step_document(step: Step) -> dict[str, Any]:
@@ -87,6 +90,7 @@ def write_recipe_rows(
     recipe.name = doc["name"]
     recipe.description = doc.get("description", "")
     recipe.inputs = doc.get("inputs", {})
+    recipe.budget = doc.get("budget") or None
     recipe.save()
     recipe.actor_aliases.all().delete()
     recipe.steps.all().delete()

@@ -43,6 +43,9 @@ class ActorForm(forms.ModelForm):
             "timeout_s",
             "group",
             "config",
+            "price_in_per_million",
+            "price_out_per_million",
+            "currency",
         ]
 
     def clean(self) -> dict[str, Any]:
@@ -74,7 +77,16 @@ class ActorAdmin(admin.ModelAdmin):
     """Actors through the same checks as the API: whole, and never pulled from under a recipe."""
 
     form = ActorForm
-    list_display = ["name", "kind", "provider", "model", "group"]
+    list_display = [
+        "name",
+        "kind",
+        "provider",
+        "model",
+        "group",
+        "price_in_per_million",
+        "price_out_per_million",
+        "currency",
+    ]
     list_filter = ["kind", "provider"]
     search_fields = ["name", "model"]
 
@@ -135,6 +147,10 @@ class VersionInline(admin.TabularInline):
     def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[RecipeVersion]:
+        """List the published versions; draft snapshots are listed under Recipe versions."""
+        return super().get_queryset(request).published()
+
 
 @admin.register(Recipe)
 class RecipeAdmin(admin.ModelAdmin):
@@ -156,12 +172,21 @@ class StepAdmin(admin.ModelAdmin):
 
 @admin.register(RecipeVersion)
 class RecipeVersionAdmin(admin.ModelAdmin):
-    """Published versions are immutable: shown, never edited."""
+    """Versions and draft snapshots are immutable: shown, never edited."""
 
-    list_display = ["recipe", "number", "note", "created_by", "created_at"]
+    list_display = ["recipe", "number", "is_draft_snapshot", "note", "created_by", "created_at"]
+    list_filter = ["is_draft_snapshot"]
     list_select_related = ["recipe", "created_by"]
-    readonly_fields = ["recipe", "number", "note", "created_by", "created_at", "pretty_document"]
-    exclude = ["document"]
+    readonly_fields = [
+        "recipe",
+        "number",
+        "is_draft_snapshot",
+        "note",
+        "created_by",
+        "created_at",
+        "pretty_document",
+    ]
+    exclude = ["document", "document_hash"]
 
     @admin.display(description="document")
     def pretty_document(self, obj: RecipeVersion) -> str:

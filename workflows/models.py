@@ -10,7 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
-from django.core.validators import RegexValidator
+from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 
 from . import engine
@@ -26,6 +26,9 @@ STEP_KEY_VALIDATOR = RegexValidator(
 )
 ENV_NAME_VALIDATOR = RegexValidator(
     r"^[A-Z_][A-Z0-9_]*$", "Name an environment variable, e.g. OPENAI_API_KEY."
+)
+CURRENCY_VALIDATOR = RegexValidator(
+    r"^[A-Z]{3}$", "Use a three-letter currency code (ISO 4217), e.g. USD or EUR."
 )
 
 
@@ -52,6 +55,25 @@ class Actor(models.Model):
     timeout_s = models.PositiveIntegerField(default=120)
     group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.PROTECT)
     config = models.JSONField(default=dict, blank=True)
+    # What a call costs, read when it is made and stored with it (runner.model_calls): a later
+    # change of price does not rewrite the cost of calls made before. No price: no cost.
+    price_in_per_million = models.DecimalField(
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+        help_text="price of a million input (prompt) tokens",
+    )
+    price_out_per_million = models.DecimalField(
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+        help_text="price of a million output (answer) tokens",
+    )
+    currency = models.CharField(max_length=3, default="USD", validators=[CURRENCY_VALIDATOR])
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -64,6 +86,16 @@ class Actor(models.Model):
             models.CheckConstraint(
                 name="actor_llm_has_provider",
                 condition=~models.Q(kind="llm") | ~models.Q(provider=""),
+            ),
+            models.CheckConstraint(
+                name="actor_price_in_not_negative",
+                condition=models.Q(price_in_per_million__isnull=True)
+                | models.Q(price_in_per_million__gte=0),
+            ),
+            models.CheckConstraint(
+                name="actor_price_out_not_negative",
+                condition=models.Q(price_out_per_million__isnull=True)
+                | models.Q(price_out_per_million__gte=0),
             ),
         ]
 
@@ -106,6 +138,8 @@ class Recipe(models.Model):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     inputs = models.JSONField(default=dict, blank=True)
+    # The limits of each run (format v1 `budget`, see workflows/engine/budget.py); None: none.
+    budget = models.JSONField(null=True, blank=True)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="recipes"
     )
@@ -127,7 +161,8 @@ class Recipe(models.Model):
 
     @property
     def latest_version(self) -> RecipeVersion | None:
-        return self.versions.order_by("-number").first()
+        """Return the latest published version (draft snapshots are not published), or None."""
+        return self.versions.published().order_by("-number").first()
 
 
 class RecipeActor(models.Model):
@@ -217,29 +252,76 @@ class Branch(models.Model):
         return f"{self.step.key}#{self.priority} {self.name}"
 
 
+class RecipeVersionQuerySet(models.QuerySet["RecipeVersion"]):
+    def published(self) -> RecipeVersionQuerySet:
+        """Return the published versions, leaving out the hidden draft snapshots."""
+        return self.filter(is_draft_snapshot=False)
+
+    def draft_snapshots(self) -> RecipeVersionQuerySet:
+        """Return the hidden draft snapshots only."""
+        return self.filter(is_draft_snapshot=True)
+
+
+# The number of every draft snapshot: published versions count from 1.
+SNAPSHOT_NUMBER = 0
+
+
 class RecipeVersion(models.Model):
-    """A published, immutable snapshot of a recipe (its whole format-v1 document)."""
+    """An immutable snapshot of a recipe (its whole format-v1 document): a published version,
+    or a hidden draft snapshot.
+
+    A draft snapshot is what a test run from the editor pins: the draft as it was on the canvas,
+    saved or not. It has no number (0), and is left out of the version lists, diffs, exports and
+    "latest published" (`RecipeVersion.objects.published()`); it is never published. Snapshots
+    of the same document are one row (`document_hash`).
+    """
 
     recipe = models.ForeignKey(Recipe, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
     document = models.JSONField()
     note = models.CharField(max_length=500, blank=True)
+    is_draft_snapshot = models.BooleanField(default=False)
+    # The SHA-256 of a draft snapshot's document (workflows.services.document_hash); blank on a
+    # published version.
+    document_hash = models.CharField(max_length=64, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = RecipeVersionQuerySet.as_manager()
+
     class Meta:
         ordering = ["recipe", "-number"]
         constraints = [
-            models.UniqueConstraint(fields=["recipe", "number"], name="unique_version_number"),
+            models.UniqueConstraint(
+                fields=["recipe", "number"],
+                condition=models.Q(is_draft_snapshot=False),
+                name="unique_version_number",
+            ),
+            models.UniqueConstraint(
+                fields=["recipe", "document_hash"],
+                condition=models.Q(is_draft_snapshot=True),
+                name="unique_draft_snapshot_per_document",
+            ),
+            # A snapshot can never pass for a published version, nor take one's number.
+            models.CheckConstraint(
+                name="version_numbered_unless_draft_snapshot",
+                condition=models.Q(is_draft_snapshot=False, number__gte=1)
+                | models.Q(is_draft_snapshot=True, number=SNAPSHOT_NUMBER),
+            ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.recipe.slug} v{self.number}"
+        return f"{self.recipe.slug} {self.label}"
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         # Runs pin a version: changing one after the fact would rewrite history.
         if not self._state.adding:
-            raise ValidationError("A published recipe version cannot be changed.")
+            raise ValidationError("A recipe version cannot be changed.")
         super().save(*args, **kwargs)
+
+    @property
+    def label(self) -> str:
+        """Return how pages name this version: `v3`, or `draft` for a draft snapshot."""
+        return "draft" if self.is_draft_snapshot else f"v{self.number}"

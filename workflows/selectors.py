@@ -29,7 +29,9 @@ def recipes_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Recip
 def recipes_listed(user: AbstractBaseUser | AnonymousUser, *, query: str = "") -> QuerySet[Recipe]:
     """Return the user's recipes matching `query` (name, slug or description), with the number
     of their latest version as `latest_version_number` (one query, not one per recipe)."""
-    recipes = recipes_visible_to(user).annotate(latest_version_number=Max("versions__number"))
+    recipes = recipes_visible_to(user).annotate(
+        latest_version_number=Max("versions__number", filter=Q(versions__is_draft_snapshot=False))
+    )
     if query:
         recipes = recipes.filter(
             Q(name__icontains=query) | Q(slug__icontains=query) | Q(description__icontains=query)
@@ -71,11 +73,13 @@ def actor_users(*, name: str) -> ActorUsers:
     """Return the recipes that use the actor called `name`.
 
     Published versions name actors in their document (`actors`: alias -> name), and every
-    run, live or finished, pins one: they are read from there. Drafts point at the row.
+    run, live or finished, pins one: they are read from there. Drafts point at the row. A draft
+    snapshot (a test run's) counts as its draft does: it does not hold an actor's name.
     """
+    versions = RecipeVersion.objects.published()
     published = {
         slug
-        for slug, actors in RecipeVersion.objects.values_list("recipe__slug", "document__actors")
+        for slug, actors in versions.values_list("recipe__slug", "document__actors")
         if isinstance(actors, dict) and name in actors.values()
     }
     drafts = Recipe.objects.filter(actor_aliases__actor__name=name).values_list("slug", flat=True)

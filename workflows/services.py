@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,9 +13,9 @@ from django.db import IntegrityError, transaction
 
 from . import engine, selectors
 from .adapters import document_from_recipe, write_recipe_rows
-from .models import Actor, Recipe, RecipeActor, RecipeVersion
+from .models import SNAPSHOT_NUMBER, Actor, Recipe, RecipeActor, RecipeVersion
 from .recipe_format import DocumentError, document_size_errors, load_document
-from .validators import RecipeRejected, check_document
+from .validators import CheckedDocument, RecipeRejected, check_document
 
 
 class RecipeConflict(Exception):
@@ -83,12 +85,7 @@ def recipe_update(
 
     Returns the lint warnings of the new draft.
     """
-    if document.get("slug", recipe.slug) != recipe.slug:
-        raise RecipeRejected(["slug: the slug of a recipe cannot change"])
-    document = {**document, "slug": recipe.slug}
-    if errors := document_size_errors(document, max_bytes=settings.RECIPE_MAX_BYTES):
-        raise RecipeRejected(errors)
-    checked = check_document(document)
+    checked = _check_draft(recipe, document)
     with transaction.atomic():
         current = Recipe.objects.select_for_update().get(pk=recipe.pk)
         _check_revision(current, expected_revision, doing="saving")
@@ -96,6 +93,52 @@ def recipe_update(
         write_recipe_rows(current, checked.document, checked.actors)
     recipe.refresh_from_db()
     return engine.lint_recipe(checked.graph)
+
+
+def _check_draft(recipe: Recipe, document: dict[str, Any]) -> CheckedDocument:
+    """Check a document as the recipe's new draft: its slug, its size, then every rule."""
+    if document.get("slug", recipe.slug) != recipe.slug:
+        raise RecipeRejected(["slug: the slug of a recipe cannot change"])
+    document = {**document, "slug": recipe.slug}
+    if errors := document_size_errors(document, max_bytes=settings.RECIPE_MAX_BYTES):
+        raise RecipeRejected(errors)
+    return check_document(document)
+
+
+def document_hash(document: dict[str, Any]) -> str:
+    """Return the SHA-256 of a document's canonical JSON (keys sorted), in hex."""
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def recipe_draft_snapshot(
+    *, recipe: Recipe, user: AbstractBaseUser, document: dict[str, Any] | None = None
+) -> RecipeVersion:
+    """Return a hidden, immutable version holding `document` (default: the saved draft).
+
+    What a test run of an unpublished draft pins: the document is checked exactly as saving it
+    would be (RecipeRejected lists every error) and nothing is written unless it passes. The
+    draft itself is left as it is. A snapshot of the same document is reused, not written again.
+    """
+    checked = _check_draft(recipe, document_from_recipe(recipe) if document is None else document)
+    digest = document_hash(checked.document)
+    snapshots = RecipeVersion.objects.draft_snapshots().filter(recipe=recipe, document_hash=digest)
+    existing = snapshots.first()
+    if existing is not None:
+        return existing
+    try:
+        with transaction.atomic():
+            return RecipeVersion.objects.create(
+                recipe=recipe,
+                number=SNAPSHOT_NUMBER,
+                is_draft_snapshot=True,
+                document=checked.document,
+                document_hash=digest,
+                created_by=user,
+            )
+    except IntegrityError:
+        # The same document was snapshotted by another request meanwhile: use that one.
+        return snapshots.get()
 
 
 def recipe_publish(
@@ -115,7 +158,8 @@ def recipe_publish(
         _check_revision(locked, expected_revision, doing="publishing")
         document = document_from_recipe(locked)
         check_document(document)
-        last = locked.versions.order_by("-number").values_list("number", flat=True).first()
+        published = locked.versions.published()
+        last = published.order_by("-number").values_list("number", flat=True).first()
         return RecipeVersion.objects.create(
             recipe=locked, number=(last or 0) + 1, document=document, note=note, created_by=user
         )

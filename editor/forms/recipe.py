@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from django import forms
@@ -12,6 +13,13 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils.text import slugify
 
+from workflows.engine.budget import (
+    MAX_CALLS_LIMIT,
+    MAX_COST_LIMIT,
+    MAX_SECONDS_LIMIT,
+    MAX_TOKENS_LIMIT,
+    MIN_COST_LIMIT,
+)
 from workflows.engine.vocabulary import INPUT_TYPES
 from workflows.models import SLUG_VALIDATOR, Recipe
 from workflows.validators import RESERVED_SLUGS, json_value_errors, whole_number
@@ -65,6 +73,62 @@ class RecipeForm(forms.Form):
     description = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3}), required=False, strip=False
     )
+
+
+class BudgetForm(forms.Form):
+    """The limits of each run of the recipe (`budget`); an empty field sets no limit."""
+
+    max_tokens = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_TOKENS_LIMIT,
+        label="Tokens",
+        help_text="input and output tokens of all the run's model calls",
+    )
+    max_cost = forms.DecimalField(
+        required=False,
+        min_value=MIN_COST_LIMIT,
+        max_value=MAX_COST_LIMIT,
+        decimal_places=8,
+        label="Cost",
+        help_text="in the actors' currency, at their prices",
+    )
+    max_calls = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_CALLS_LIMIT,
+        label="Model calls",
+        help_text="answers, validation attempts, judges, evaluators, classifiers…",
+    )
+    max_seconds = forms.DecimalField(
+        required=False,
+        min_value=1,
+        max_value=MAX_SECONDS_LIMIT,
+        decimal_places=3,
+        label="Seconds",
+        help_text="wall time since the run started, waits for reviewers included",
+    )
+
+    def limits(self) -> dict[str, int | float] | None:
+        """Return the limits set, as the document writes them; None when none is."""
+        budget: dict[str, int | float] = {}
+        for name, value in self.cleaned_data.items():
+            if value is None:
+                continue
+            if isinstance(value, Decimal):
+                number = float(value)
+                budget[name] = int(number) if number.is_integer() else number
+            else:
+                budget[name] = value
+        return budget or None
+
+
+def _budget_initial(budget: object) -> dict[str, Any]:
+    """Return a document's budget as the form shows it (a wrong value as written: the
+    engine names its problem)."""
+    if not isinstance(budget, dict):
+        return {}
+    return {name: budget.get(name) for name in BudgetForm.base_fields if name in budget}
 
 
 class InputForm(forms.Form):
@@ -154,13 +218,14 @@ def _reference_choices(current: list[str]) -> list[tuple[str, str]]:
 
 @dataclass
 class RecipeSettings:
-    """The recipe-level form: name, description, inputs and actor aliases."""
+    """The recipe-level form: name, description, inputs, actor aliases and the budget."""
 
     document: dict[str, Any]
     data: Any = None
     form: RecipeForm = field(init=False)
     inputs: Any = field(init=False)
     actors: Any = field(init=False)
+    budget: BudgetForm = field(init=False)
     result: dict[str, Any] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
@@ -189,9 +254,17 @@ class RecipeSettings:
             ],
             form_kwargs={"references": _reference_choices(references)},
         )
+        self.budget = BudgetForm(
+            self.data, prefix="budget", initial=_budget_initial(doc.get("budget"))
+        )
 
     def is_valid(self) -> bool:
-        valid = self.form.is_valid() & self.inputs.is_valid() & self.actors.is_valid()
+        valid = (
+            self.form.is_valid()
+            & self.inputs.is_valid()
+            & self.actors.is_valid()
+            & self.budget.is_valid()
+        )
         if not valid:
             return False
         inputs: dict[str, Any] = {}
@@ -224,6 +297,8 @@ class RecipeSettings:
             "description": normalise_newlines(self.form.cleaned_data["description"]),
             "inputs": inputs,
             "actors": actors,
+            # None clears a budget the document had (the editor drops the key).
+            "budget": self.budget.limits(),
         }
         candidate = {**self.document, **self.result}
         before = set(document_errors(self.document))
@@ -233,6 +308,8 @@ class RecipeSettings:
             path, _, message = error.partition(": ")
             if path == "name":
                 self.form.add_error("name", message)
+            elif path.startswith("budget.") and path[7:] in self.budget.fields:
+                self.budget.add_error(path[7:], message)
             else:
                 self.form.add_error(None, error)
         return not caused

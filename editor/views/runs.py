@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
+from runner import tracing
 from runner.inputs import InputsInvalid
 from runner.models import Run, RunEvent, StepRun
 from runner.selectors import run_get, run_steps, runs_visible_to
@@ -109,6 +110,7 @@ def run_monitor(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         "steps": steps,
         "running": _running_step(run, steps),
         "reviewer_group_ids": group_ids,
+        "trace": _trace(run),
         "monitor": {
             "run": run.pk,
             "after": run.event_seq,
@@ -170,6 +172,14 @@ def run_cancel_view(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     else:
         messages.success(request, f"Run {run.pk} was cancelled.")
     return redirect("run-monitor", run_id=run.pk)
+
+
+def _trace(run: Run) -> dict[str, str] | None:
+    """Return the run's trace id and its link, when runs are traced or a link is configured."""
+    url = tracing.trace_url(run.pk, run.created_at)
+    if not url and not tracing.enabled():
+        return None
+    return {"id": tracing.trace_id_hex(run.pk, run.created_at), "url": url}
 
 
 def _running_step(run: Run, steps: list[StepRun]) -> dict[str, Any] | None:

@@ -1,7 +1,8 @@
 """Test runs from the editor: a dry run with scripted answers, recipe tests, branch coverage.
 
-Runs pin a published version (DESIGN.md §2), so the test run and the recipe tests run the
-latest version; the editor highlights the path by step key and branch name.
+A test run runs the recipe as the canvas shows it, saved or not: the panel posts the canvas
+document, and the run pins a hidden draft snapshot of it (DESIGN.md §8). The recipe tests run
+the latest published version. The editor highlights the path by step key and branch name.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -20,7 +22,8 @@ from runner.services import RunNotStartable, run_start
 from workflows import engine
 from workflows.adapters import document_from_recipe
 from workflows.models import Recipe
-from workflows.validators import whole_number
+from workflows.services import recipe_draft_snapshot
+from workflows.validators import RecipeRejected, whole_number
 
 from ..forms.testrun import RecipeTestForm, TestRunForm
 from ..models import RecipeTest
@@ -31,7 +34,7 @@ from ..services import (
     recipe_tests_refresh,
     recipe_tests_run,
 )
-from .editor import editable_recipe
+from .editor import BadDocument, bad_request, editable_recipe, posted_document
 
 PANELS = "editor/panels.html"
 TESTS = "editor/recipe_tests.html"
@@ -45,26 +48,55 @@ def _latest_document(recipe: Recipe) -> tuple[Any, dict[str, Any] | None]:
 @login_required
 @require_POST
 def testrun_panel(request: HttpRequest, slug: str) -> HttpResponse:
-    """Show the test-run form; with `start`, start a dry run of the latest version."""
+    """Show the test-run form of the posted canvas document; with `start`, start a dry run of it.
+
+    Without a posted `document`, the saved draft is used. The document is checked as saving it
+    would be, and a document with errors is refused with them, nothing written; the run pins a
+    hidden snapshot of it. Reopening the panel keeps the values typed (`input_*`, `script_*`).
+    """
     recipe = editable_recipe(request, slug)
-    version, document = _latest_document(recipe)
-    context: dict[str, Any] = {"recipe": recipe, "version": version}
-    if document is None:
-        return render(request, f"{PANELS}#testrun-panel", context)
+    try:
+        document = (
+            posted_document(request, recipe)
+            if "document" in request.POST
+            else document_from_recipe(recipe)
+        )
+    except BadDocument as exc:
+        return bad_request(exc)
     starting = request.POST.get("start") == "1"
-    form = TestRunForm(request.POST if starting else None, document=document)
+    if starting:
+        form = TestRunForm(request.POST, document=document)
+    else:
+        typed = {k: v for k, v in request.POST.items() if k.startswith(("input_", "script_"))}
+        form = TestRunForm(initial=typed, document=document)
     run = None
+    document_errors: list[str] = []
     if starting and form.is_valid():
         try:
-            run = run_start(
-                user=request.user, recipe=recipe, inputs=form.inputs(), script=form.script()
-            )
+            # One transaction: inputs or a script refused by run_start leave no snapshot behind.
+            with transaction.atomic():
+                snapshot = recipe_draft_snapshot(
+                    recipe=recipe, user=request.user, document=document
+                )
+                run = run_start(
+                    user=request.user,
+                    recipe=recipe,
+                    inputs=form.inputs(),
+                    script=form.script(),
+                    snapshot=snapshot,
+                )
+        except RecipeRejected as exc:
+            document_errors = exc.errors
         except InputsInvalid as exc:
             form.add_run_errors(exc.errors)
         except (RunNotStartable, engine.RecipeInvalid) as exc:
             form.add_error(None, str(exc))
-    draft_differs = document_from_recipe(recipe) != {**document, "slug": recipe.slug}
-    context.update(form=form, run=run, draft_differs=draft_differs)
+    context: dict[str, Any] = {
+        "recipe": recipe,
+        "form": form,
+        "run": run,
+        "document_errors": document_errors,
+    }
     return render(request, f"{PANELS}#testrun-panel", context)
 
 

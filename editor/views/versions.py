@@ -33,7 +33,8 @@ def _template(request: HttpRequest, partial: str) -> str:
 
 
 def _context(recipe: Recipe, **extra: Any) -> dict[str, Any]:
-    versions = list(recipe.versions.select_related("created_by").order_by("-number"))
+    published = recipe.versions.published()
+    versions = list(published.select_related("created_by").order_by("-number"))
     return {"recipe": recipe, "versions": versions, "form": PublishForm(), **extra}
 
 
@@ -76,7 +77,7 @@ def _document(recipe: Recipe, which: str) -> tuple[str, dict[str, Any]] | None:
     if which == "draft":
         return "the draft", document_from_recipe(recipe)
     if (number := whole_number(which)) is not None:
-        version = recipe.versions.filter(number=number).first()
+        version = recipe.versions.published().filter(number=number).first()
         if version is not None:
             return f"v{version.number}", version.document
     return None
@@ -102,7 +103,7 @@ def version_diff(request: HttpRequest, slug: str) -> HttpResponse:
 def version_restore(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     """Replace the draft with a published version (the editor reloads to show it)."""
     recipe = editable_recipe(request, slug)
-    version = get_object_or_404(recipe.versions, number=number)
+    version = get_object_or_404(recipe.versions.published(), number=number)
     revision = request.POST.get("revision", "")
     errors: list[str] = []
     status = HTTPStatus.OK

@@ -18,10 +18,11 @@ from django.utils import timezone
 
 from workflows import engine
 
+from .. import model_calls
 from ..claims import Claim, StepOutcome
 from ..outages import DATABASE_ERRORS
 from ..status import StepStatus
-from . import classify, decision_tree, human, llm, retrieve, tool
+from . import classify, decision_tree, given, human, llm, retrieve, tool
 from .actor_stats import actor_stats
 from .session import Session
 
@@ -40,8 +41,10 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
     session = Session(claim)
     step = claim.step
     started = timezone.now()
+    # A fork may give the step its answer: recorded instead of executed (`given`).
+    executor = given.execute if given.ANSWER in claim.next else EXECUTORS[step.kind]
     try:
-        outcome = EXECUTORS[step.kind](session)
+        outcome = executor(session)
     except (LookupError, engine.EngineError) as exc:
         outcome = StepOutcome(status=StepStatus.FAILED, error=str(exc))
     except DATABASE_ERRORS:
@@ -52,7 +55,14 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
         log.exception("run %s: step %s failed unexpectedly", claim.run_id, step.key)
         outcome = StepOutcome(status=StepStatus.FAILED, error=f"unexpected error: {exc!r}")
     outcome.started_at = started
+    # The session's own list: the calls of the evaluators `decide` asks are added to it.
+    outcome.model_calls = session.model_calls
+    outcome.budget_exceeded = session.budget_stop is not None and outcome.status in (
+        StepStatus.FAILED,
+        StepStatus.TIMED_OUT,
+    )
     if outcome.status == StepStatus.WAITING_HUMAN:
+        _add_up(outcome)
         return outcome, None
     result = engine.StepResult(
         step_key=step.key,
@@ -67,6 +77,7 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
         leaf=outcome.leaf,
         hits=outcome.hits,
         tool_calls=outcome.tool_calls,
+        budget_exceeded=outcome.budget_exceeded,
     )
     decision = engine.decide(
         claim.graph,
@@ -75,5 +86,13 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
         judge=session.judge,
         actor_stats=actor_stats(claim),
         hits_of=session.stored_hits,
+        spend=session.spend,
     )
+    _add_up(outcome)
     return outcome, decision
+
+
+def _add_up(outcome: StepOutcome) -> None:
+    """Set the step's tokens to the sums over its model calls, its evaluators' included."""
+    totals = model_calls.totals(outcome.model_calls)
+    outcome.tokens_in, outcome.tokens_out = totals.tokens_in, totals.tokens_out

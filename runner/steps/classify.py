@@ -7,6 +7,7 @@ import time
 from workflows import engine
 
 from ..claims import StepOutcome
+from ..model_calls import Purpose
 from ..providers import ProviderError
 from ..status import StepStatus
 from .session import Session
@@ -23,7 +24,9 @@ def execute(session: Session) -> StepOutcome:
         result = engine.classify(
             prompt,
             step.routes,
-            lambda question: session.ask(alias, question, timeout_s=step.timeout_s).text,
+            lambda question: session.ask(
+                alias, question, purpose=Purpose.CLASSIFICATION, timeout_s=step.timeout_s
+            ).text,
             bypass=step.bypass,
             max_reclassify=step.max_reclassify,
         )

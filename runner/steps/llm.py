@@ -2,7 +2,8 @@
 
 A step with `sources` searches them first (`sources.py`); its prompt shows the hits. A step
 with `tools` answers through the tool loop (`tool_loop.py`); its calls are kept in
-`details["tool_calls"]`.
+`details["tool_calls"]`. Each call to a model is recorded by the session with its purpose
+(the answer, each further validation attempt, the judge); the step's tokens are their sums.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import time
 from workflows import engine
 
 from ..claims import StepOutcome
+from ..model_calls import Purpose
 from ..providers import ProviderError, ProviderTimeoutError
 from ..status import StepStatus
 from .session import Session, TokenStreamer
@@ -42,10 +44,7 @@ def execute(session: Session) -> StepOutcome:
         if step.validation:
             _validate(session, alias, outcome, streamer, log)
         else:
-            text, outcome.tokens_in, outcome.tokens_out = _answer(
-                session, alias, outcome.prompt, streamer, log
-            )
-            outcome.response = text
+            outcome.response = _answer(session, alias, outcome.prompt, streamer, log)
     except ToolLoopFailed as exc:
         outcome.status, outcome.error = StepStatus.FAILED, str(exc)
     except ProviderError as exc:
@@ -62,16 +61,22 @@ def execute(session: Session) -> StepOutcome:
 
 
 def _answer(
-    session: Session, alias: str, prompt: str, streamer: TokenStreamer, log: ToolCallLog | None
-) -> tuple[str, int | None, int | None]:
-    """Ask the model once, or through the tool loop when the step offers tools; return its
-    answer and the tokens it cost."""
+    session: Session,
+    alias: str,
+    prompt: str,
+    streamer: TokenStreamer,
+    log: ToolCallLog | None,
+    purpose: str = Purpose.ANSWER,
+) -> str:
+    """Ask the model once, or through the tool loop when the step offers tools (whose calls
+    are tool-calling turns); return its answer."""
     if log is not None:
-        looped = run_tool_loop(session, alias, prompt, log, on_token=streamer.add)
-        return looped.text, looped.tokens_in, looped.tokens_out
+        return run_tool_loop(session, alias, prompt, log, on_token=streamer.add).text
     step = session.claim.step
-    result = session.ask(alias, prompt, timeout_s=step.timeout_s, on_token=streamer.add)
-    return result.text, result.tokens_in, result.tokens_out
+    result = session.ask(
+        alias, prompt, purpose=purpose, timeout_s=step.timeout_s, on_token=streamer.add
+    )
+    return result.text
 
 
 def _search(session: Session, outcome: StepOutcome) -> None:
@@ -96,24 +101,26 @@ def _validate(
     streamer: TokenStreamer,
     log: ToolCallLog | None,
 ) -> None:
-    """Answer through the validation loop: a judge scores each answer, feedback asks again."""
+    """Answer through the validation loop: a judge scores each answer, feedback asks again.
+
+    The first answer is the step's `answer` call, the next ones `validation` attempts.
+    """
     step = session.claim.step
     settings_ = step.validation or {}
     judge_alias: str = settings_.get("judge") or step.actor or ""
-    tokens = {"in": 0, "out": 0}
+    attempts = [0]
 
     def generate(feedback: str | None) -> str:
         prompt = session.prompt(feedback)
         if feedback and "{feedback}" not in step.prompt:
             prompt += f"\n\nFeedback on your previous answer: {feedback}"
-        text, tokens_in, tokens_out = _answer(session, alias, prompt, streamer, log)
-        tokens["in"] += tokens_in or 0
-        tokens["out"] += tokens_out or 0
-        return text
+        purpose = Purpose.ANSWER if attempts[0] == 0 else Purpose.VALIDATION
+        attempts[0] += 1
+        return _answer(session, alias, prompt, streamer, log, purpose)
 
     validated = engine.run_validation_loop(
         generate,
-        lambda prompt: session.ask(judge_alias, prompt).text,
+        lambda prompt: session.ask(judge_alias, prompt, purpose=Purpose.JUDGE).text,
         question=outcome.prompt,
         threshold=settings_.get("threshold", 0.75),
         max_attempts=settings_.get("max_attempts", 5),
@@ -121,7 +128,6 @@ def _validate(
     )
     outcome.response = validated.response
     outcome.confidence = validated.confidence
-    outcome.tokens_in, outcome.tokens_out = tokens["in"] or None, tokens["out"] or None
     outcome.details["validation"] = {
         "used_fallback": validated.used_fallback,
         "attempts": [

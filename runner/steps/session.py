@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
+from django.utils import timezone
 
+from knowledge.embeddings import EmbeddingCall
 from workflows import engine
 
-from .. import actors, events
+from .. import actors, events, model_calls, tracing
 from ..claims import TOKEN_PUSH_INTERVAL_S, Claim
+from ..model_calls import BudgetExceeded, CallRecord, Purpose
 from ..models import StepRun
 from ..providers import ChatResult
 
@@ -77,7 +81,8 @@ NO_SOURCES = "(none found)"
 
 class Session:
     """One execution of the claimed step: it calls actors, counting the run's calls per alias
-    (a script answers by that count), and renders the step's templates."""
+    (a script answers by that count) and recording each call with what it cost
+    (`model_calls`, for the step's commit), and renders the step's templates."""
 
     def __init__(self, claim: Claim) -> None:
         self.claim = claim
@@ -88,6 +93,10 @@ class Session:
         # What the step's own sources found (None: it searched none), once it searched.
         self.hits: tuple[engine.Citation, ...] | None = None
         self._creator: AbstractBaseUser | None = None
+        # Every call to a model, in order: the step's and its evaluators' (after the step).
+        self.model_calls: list[CallRecord] = []
+        # Why the run's budget refused a call of the step, once it did.
+        self.budget_stop: str | None = None
 
     def creator(self) -> AbstractBaseUser:
         """Return the user who started the run: the step's searches read what they may."""
@@ -113,26 +122,95 @@ class Session:
         alias: str,
         prompt: str,
         *,
+        purpose: str = Purpose.OTHER,
         timeout_s: float | None = None,
         on_token: Any = None,
         messages: tuple[dict[str, Any], ...] | None = None,
         tools: tuple[dict[str, Any], ...] | None = None,
     ) -> ChatResult:
+        """Ask the model of `alias` once; record the call, answered or failed, as `purpose`.
+
+        Raise BudgetExceeded before anything is sent (the call is neither made nor counted)
+        when it would pass a limit of the run's budget; a failed call is recorded with its
+        error and latency, then its exception propagates.
+        """
         actor = self.resolve(alias)
-        return actors.call(
-            actor,
-            prompt,
-            call_index=self.next_call(alias),
-            timeout_s=timeout_s,
-            on_token=on_token,
-            messages=messages,
-            tools=tools,
+        self._check_budget(actor, prompt, messages, tools)
+        started_at, began = timezone.now(), time.monotonic()
+        try:
+            with tracing.model_call_span(actor, prompt, purpose=purpose, messages=messages) as span:
+                result = actors.call(
+                    actor,
+                    prompt,
+                    call_index=self.next_call(alias),
+                    timeout_s=timeout_s,
+                    on_token=on_token,
+                    messages=messages,
+                    tools=tools,
+                )
+                span.result(result)
+        except Exception as exc:
+            latency_ms = int((time.monotonic() - began) * 1000)
+            self.model_calls.append(
+                model_calls.failed(
+                    actor, purpose, str(exc), latency_ms=latency_ms, started_at=started_at
+                )
+            )
+            raise
+        self.model_calls.append(
+            model_calls.answered(
+                actor,
+                purpose,
+                result,
+                prompt=prompt,
+                messages=messages,
+                tools=tools,
+                started_at=started_at,
+            )
         )
+        return result
 
     def judge(self, evaluator: str, prompt: str, text: str) -> str:
         """Answer an `ai_evaluation` condition (the engine's `Judge`)."""
         instruction = prompt or "Rate the quality of the text from 1 to 10."
-        return self.ask(evaluator, engine.evaluation_prompt(instruction, text)).text
+        question = engine.evaluation_prompt(instruction, text)
+        return self.ask(evaluator, question, purpose=Purpose.EVALUATION).text
+
+    def record_embedding(self, call: EmbeddingCall) -> None:
+        """Record a knowledge base's embedding call made by one of the step's searches."""
+        self.model_calls.append(model_calls.embedded(call))
+        tracing.embeddings_call(call)
+
+    def spend(self) -> engine.Spend:
+        """Return what the run has spent: its committed steps' calls, this step's so far, and
+        the seconds since it started."""
+        started = self.claim.started_at
+        seconds = max(0.0, (timezone.now() - started).total_seconds()) if started else 0.0
+        step = model_calls.totals(self.model_calls).spend
+        return self.claim.spent + step + engine.Spend(seconds=seconds)
+
+    def _check_budget(
+        self,
+        actor: actors.ResolvedActor,
+        prompt: str,
+        messages: Sequence[dict[str, Any]] | None,
+        tools: Sequence[dict[str, Any]] | None,
+    ) -> None:
+        """Raise BudgetExceeded if the call about to be made would pass a limit of the run's
+        budget (its prompt's tokens and their cost count as spent)."""
+        budget = self.claim.graph.budget
+        if budget is None:
+            return
+        upcoming = engine.Spend(calls=1)
+        # Counting the prompt's tokens costs a tokenizer pass: only a limit on them needs it.
+        if budget.max_tokens is not None or budget.max_cost is not None:
+            tokens = model_calls.prompt_tokens(prompt, messages, tools)
+            cost = model_calls.cost_of(actor.prices, tokens, 0) or Decimal(0)
+            upcoming = engine.Spend(tokens=tokens, cost=cost, calls=1)
+        reason = engine.check_budget(budget, self.spend(), upcoming)
+        if reason is not None:
+            self.budget_stop = reason
+            raise BudgetExceeded(reason)
 
     def render(self, template: str, feedback: str | None = None) -> str:
         """Render one of the step's templates; raise TemplateError naming a bad name."""

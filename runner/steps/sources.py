@@ -12,10 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from knowledge.embeddings import observed
 from knowledge.search import SearchError, search
 from knowledge.selectors import readable_base
 from workflows import engine
 
+from .. import tracing
 from .session import Session
 
 # A dry run's script gives a step's hits under this prefix and the step's key.
@@ -94,10 +96,18 @@ def _search(
     if not query.strip():
         search_doc["note"] = EMPTY_QUERY_NOTE
         return []
-    try:
-        hits = search(base, query, mode=source.mode, top_k=source.top_k, min_score=source.min_score)
-    except SearchError as exc:
-        raise SourcesFailed(str(exc)) from None
+    with tracing.retrieval_span(
+        source.knowledge_base, query, mode=source.mode, top_k=source.top_k
+    ) as span:
+        try:
+            # A search by meaning embeds the query: a model call of the step, recorded.
+            with observed(session.record_embedding):
+                hits = search(
+                    base, query, mode=source.mode, top_k=source.top_k, min_score=source.min_score
+                )
+        except SearchError as exc:
+            raise SourcesFailed(str(exc)) from None
+        span.result(len(hits))
     return [hit.as_json() for hit in hits]
 
 

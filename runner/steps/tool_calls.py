@@ -20,7 +20,7 @@ from tools.registry import coerce_arguments, resolve_tool, validate_arguments
 from workflows import engine
 from workflows.validators import storable
 
-from .. import events
+from .. import events, tracing
 from .session import Session
 
 # A dry run's script answers a tool under this prefix and its name: `tool.demo.add`.
@@ -81,6 +81,21 @@ def call_tool(
 ) -> dict[str, Any]:
     """Call `tool` with `arguments` (template text typed by the tool's schema when
     `rendered`), or answer from the script; record the call and return its record."""
+    with tracing.tool_call_span(tool) as span:
+        record = _call(session, log, tool, arguments, timeout_s=timeout_s, rendered=rendered)
+        span.result(record)
+    return record
+
+
+def _call(
+    session: Session,
+    log: ToolCallLog,
+    tool: str,
+    arguments: Mapping[str, Any],
+    *,
+    timeout_s: float | None,
+    rendered: bool,
+) -> dict[str, Any]:
     answers = scripted_answers(session, tool)
     if answers is not None:
         return log.add(_scripted(session, tool, dict(arguments), answers))

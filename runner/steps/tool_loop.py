@@ -97,6 +97,7 @@ def run_tool_loop(
         result = session.ask(
             alias,
             prompt,
+            purpose="tool_turn",
             timeout_s=min(per_call, remaining),
             # Text is streamed only once no tool is offered: a tool-calling answer has none.
             on_token=on_token if capped else None,

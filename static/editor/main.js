@@ -16,7 +16,7 @@ import { initPanels } from "./panels.js";
 import { inFlight as saveInFlight, initSaving, save } from "./saving.js";
 import * as store from "./store.js";
 import { initTabs } from "./tabs.js";
-import { initTestRun, testRunFinished } from "./testrun.js";
+import { initTestRun, testRunFinished, testRunTransport } from "./testrun.js";
 import { initToolbar } from "./toolbar.js";
 
 performance.mark("editor-start");
@@ -48,6 +48,7 @@ window.branchline = {
   get ready() { return ready; },
   get dirty() { return store.isDirty(); },
   get testRunFinished() { return testRunFinished(); },
+  get testRunTransport() { return testRunTransport(); },
   nodeByKey: nodeByKey,
   edgeByName: edgeByName,
   save: save,

@@ -93,7 +93,10 @@ function stepChanges(node, result) {
 
 function applyResult(target, result) {
   if (target.id === "panel-recipe") {
-    store.change([{ id: "__meta__", data: { meta: Object.assign(store.metaCopy(), result) } }]);
+    const meta = Object.assign(store.metaCopy(), result);
+    // A setting cleared in the form (the budget) comes back as null: the document drops it.
+    Object.keys(result).forEach((key) => { if (result[key] === null) delete meta[key]; });
+    store.change([{ id: "__meta__", data: { meta: meta } }]);
     return;
   }
   const ele = store.graph().getElementById(result.element);

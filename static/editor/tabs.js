@@ -6,18 +6,31 @@ import * as store from "./store.js";
 
 const TABS = ["properties", "recipe", "testrun", "tests", "versions"];
 let urls = {};
-let testrunStale = false;
+let testrunDocument = null; // the document the test-run form was built from, as JSON
+
+// The test-run form is built from the canvas document (its inputs, its actors' aliases): it is
+// built again when the canvas changed since, with what was typed in it kept.
+function loadTestRun() {
+  const json = JSON.stringify(store.current().document);
+  const form = document.querySelector("#panel-testrun form");
+  if (form && json === testrunDocument) return Promise.resolve();
+  const values = {};
+  if (form) {
+    new FormData(form).forEach((value, name) => {
+      if (name.startsWith("input_") || name.startsWith("script_")) values[name] = value;
+    });
+  }
+  values.document = json;
+  testrunDocument = json;
+  return htmx.ajax("POST", urls.testrunPanel, { source: "#panel-testrun", target: "#panel-testrun", swap: "innerHTML", values: values });
+}
 
 function loadTab(name) {
   if (name === "recipe") {
     const values = { document: JSON.stringify(store.current().document) };
     return htmx.ajax("POST", urls.recipePanel, { source: "#panel-recipe", target: "#panel-recipe", swap: "innerHTML", values: values });
   }
-  // The test-run form keeps what was typed, unless a new version was published since.
-  if (name === "testrun" && (testrunStale || !document.querySelector("#panel-testrun form"))) {
-    testrunStale = false;
-    return htmx.ajax("POST", urls.testrunPanel, { source: "#panel-testrun", target: "#panel-testrun", swap: "innerHTML" });
-  }
+  if (name === "testrun") return loadTestRun();
   if (name === "tests") return htmx.ajax("GET", urls.tests, { source: "#panel-tests", target: "#panel-tests", swap: "innerHTML" });
   if (name === "versions") return htmx.ajax("GET", urls.versions, { source: "#panel-versions", target: "#panel-versions", swap: "innerHTML" });
   return Promise.resolve();
@@ -37,9 +50,6 @@ export function showTab(name, load) {
 
 export function initTabs(config) {
   urls = config.urls;
-  document.body.addEventListener("htmx:afterSwap", () => {
-    if (document.querySelector("#panel-versions .applied")) testrunStale = true;
-  });
   TABS.forEach((tab, i) => {
     const button = document.getElementById("tab-" + tab);
     button.addEventListener("click", () => showTab(tab, true));

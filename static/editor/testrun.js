@@ -1,10 +1,14 @@
 /*
- * testrun.js: test runs on the canvas: follow a dry run's events and highlight its path live
- * (the step running, the branch taken, the branches not taken greyed with their reason on
- * hover), then show the run's result; and show the branch coverage of the recipe tests.
+ * testrun.js: test runs on the canvas: run the recipe as the canvas shows it (the test-run
+ * form posts the current document, saved or not), follow the dry run's events and highlight its
+ * path live (the step running, the branch taken, the branches not taken greyed with their reason
+ * on hover), then show the run's result; and show the branch coverage of the recipe tests.
  *
- * Events are polled from GET /api/runs/{id}/events?after=N (DESIGN.md §5) every 300 ms.
+ * Events arrive over the run's websocket (/ws/runs/{id}/?after=N, as on the run monitor). Only
+ * if the socket fails are they polled from GET /api/runs/{id}/events?after=N every 300 ms, from
+ * the last event the socket delivered.
  */
+import { RunSocket } from "../monitor/socket.js";
 import { edgeByName, nodeByKey } from "./canvas.js";
 import * as store from "./store.js";
 
@@ -90,6 +94,7 @@ function showResult(run) {
 
 function poll(run) {
   if (tracking !== run) return;
+  run.transport = "polling";
   fetch(urls.events.replace("{id}", run.id) + "?after=" + run.after, {
     credentials: "same-origin",
     headers: { Accept: "application/json" },
@@ -98,12 +103,8 @@ function poll(run) {
     return response.json();
   }).then((events) => {
     if (tracking !== run) return;
-    events.forEach((event) => {
-      run.after = Math.max(run.after, event.seq);
-      handle(run, event);
-    });
-    if (run.finished) showResult(run);
-    else setTimeout(() => poll(run), POLL_MS);
+    receive(run, events);
+    if (!run.finished) setTimeout(() => poll(run), POLL_MS);
   }).catch(() => {
     run.failures += 1;
     if (run.failures < 20) setTimeout(() => poll(run), POLL_MS * 3);
@@ -111,12 +112,55 @@ function poll(run) {
   });
 }
 
+function receive(run, events) {
+  if (tracking !== run || run.finished) return;
+  events.forEach((event) => {
+    run.after = Math.max(run.after, event.seq);
+    handle(run, event);
+  });
+  if (run.finished) {
+    if (run.socket) run.socket.close();
+    showResult(run);
+  }
+}
+
+/** Follow the run over its websocket; poll the events API instead once the socket fails. */
+function follow(run) {
+  if (typeof WebSocket === "undefined") {
+    poll(run);
+    return;
+  }
+  run.transport = "websocket";
+  run.socket = new RunSocket(run.id, {
+    after: run.after,
+    onEvents: (events) => receive(run, events),
+    onState(state) {
+      if (state !== "reconnecting" || tracking !== run || run.finished) return;
+      // The handshake was refused or the connection dropped: poll from the last event seen.
+      run.socket.close();
+      run.socket = null;
+      poll(run);
+    },
+  }).open();
+}
+
+function stopTracking() {
+  if (tracking && tracking.socket) tracking.socket.close();
+  tracking = null;
+}
+
 function track(id) {
   clearHighlight();
-  const run = { id: id, after: 0, finished: false, failures: 0 };
+  stopTracking();
+  const run = { id: id, after: 0, finished: false, failures: 0, socket: null, transport: "" };
   tracking = run;
   finishedRun = null;
-  poll(run);
+  follow(run);
+}
+
+/** Return how the test run being followed gets its events: "websocket", "polling" or "". */
+export function testRunTransport() {
+  return tracking ? tracking.transport : "";
 }
 
 // Coverage: mark the branches no test takes (and those some test takes).
@@ -140,6 +184,13 @@ function showCoverage(on) {
 
 export function initTestRun(config) {
   urls = config.urls;
+  // A test run runs what the canvas shows: the form's post carries the current document.
+  document.body.addEventListener("htmx:configRequest", (evt) => {
+    const elt = evt.detail.elt;
+    if (elt && elt.closest && elt.closest("[data-testrun-form]")) {
+      evt.detail.parameters.document = JSON.stringify(store.current().document);
+    }
+  });
   document.body.addEventListener("htmx:afterSwap", (evt) => {
     const target = evt.detail.target;
     if (!target) return;

@@ -274,6 +274,9 @@ function onEvents(events) {
         if (graph) graph.visit(data.step);
         break;
       case "step.finished":
+        cards.add(data.seq);
+        header = true; // the run's totals of tokens, calls and cost grew
+        break;
       case "branch.evaluated":
         cards.add(data.seq);
         break;

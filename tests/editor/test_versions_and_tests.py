@@ -117,9 +117,11 @@ class TestVersions:
 
 
 class TestTestRuns:
-    def test_it_asks_to_publish_first(self, story: Recipe, web: Client) -> None:
+    def test_it_needs_no_published_version(self, story: Recipe, web: Client) -> None:
         response = htmx_post(web, reverse("recipe-testrun", args=[story.slug]), None)
-        assert "Publish the recipe" in response.content.decode()
+        page = response.content.decode()
+        assert "Runs the recipe as the canvas shows it" in page
+        assert 'name="input_topic"' in page
 
     def test_it_offers_inputs_and_answers_per_alias(
         self, story: Recipe, author: Any, web: Client

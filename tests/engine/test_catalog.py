@@ -143,6 +143,7 @@ def test_it_lists_every_condition_type_with_its_operators_fields_and_summary() -
         "tool_called",
         "tool_error",
         "tool_result",
+        "budget",
         "default",
     ]
     assert conditions["field_compare"]["aliases"] == ["check_count"]

@@ -364,7 +364,7 @@ BAD_DOCUMENTS: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] =
         lambda d: _set(_when(d), type="vibes"),
         [
             f"{P}.when.type: unknown condition type 'vibes'; expected one of: ai_evaluation, and, "
-            "check_count, cites_source, content_type, default, execution_error, execution_timeout, "
+            "budget, check_count, cites_source, content_type, default, execution_error, execution_timeout, "
             "field_compare, human_decision, length_check, not, or, pattern_match, retrieval, "
             "route_selected, tool_called, tool_error, tool_result"
         ],

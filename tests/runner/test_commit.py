@@ -74,9 +74,11 @@ def test_a_commit_updates_the_run_once_and_claims_the_next_step(
     statements = [q["sql"].split()[0] for q in queries.captured_queries]
     writes = [s for s in statements if s in ("SELECT", "UPDATE", "INSERT", "WITH")]
     if connection.vendor == "postgresql":
-        assert writes == ["WITH"]  # fence, StepRun, evaluations and events in one statement
+        # fence, StepRun, evaluations, model calls and events in one statement
+        assert writes == ["WITH"]
     else:
-        assert writes == ["UPDATE", "INSERT", "INSERT", "INSERT"]  # fence first, nothing read
+        # fence (with the run's totals) first, nothing read; then the step's rows
+        assert writes == ["UPDATE", "INSERT", "INSERT", "INSERT", "INSERT"]
     assert following is not None
     assert (following.seq, following.attempt, following.token) == (2, 1, claim.token)
     run.refresh_from_db()

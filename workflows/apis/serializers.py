@@ -46,6 +46,9 @@ class ActorSerializer(StrictText, serializers.ModelSerializer):
             "timeout_s",
             "group",
             "config",
+            "price_in_per_million",
+            "price_out_per_million",
+            "currency",
         ]
 
     def validate_params(self, value: object) -> object:

@@ -80,7 +80,7 @@ def _recipe_detail(recipe: Recipe) -> dict:
         **RecipeSummarySerializer(recipe).data,
         "shared_with_users": [u.username for u in recipe.shared_with_users.all()],
         "shared_with_groups": [g.name for g in recipe.shared_with_groups.all()],
-        "versions": VersionSerializer(recipe.versions.all(), many=True).data,
+        "versions": VersionSerializer(recipe.versions.published(), many=True).data,
         "document": document_from_recipe(recipe),
     }
 
@@ -222,7 +222,7 @@ class RecipeExportApi(APIView):
             wanted = whole_number(number)
             if not wanted:
                 raise ValidationError({"version": f"no version {number} of '{slug}'"})
-            version = recipe.versions.filter(number=wanted).first()
+            version = recipe.versions.published().filter(number=wanted).first()
             if version is None:
                 raise NotFound(f"No version {number} of '{slug}'.")
             document = version.document
@@ -247,7 +247,7 @@ class RecipeVersionsApi(APIView):
     @extend_schema(responses=VersionSerializer(many=True))
     def get(self, request: Request, slug: str) -> Response:
         recipe = selectors.recipe_get(user=request.user, slug=slug)
-        return Response(VersionSerializer(recipe.versions.all(), many=True).data)
+        return Response(VersionSerializer(recipe.versions.published(), many=True).data)
 
 
 class RecipeLintApi(APIView):

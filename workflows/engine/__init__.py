@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from workflows.engine.actions import DecisionKind
 from workflows.engine.actor_choice import ActorStats, choose_actor
+from workflows.engine.budget import Budget, Spend, as_cost, format_cost
+from workflows.engine.budget import check as check_budget
 from workflows.engine.catalog import catalog
 from workflows.engine.classification import (
     Classification,
@@ -83,6 +85,7 @@ __all__ = [
     "ActorStats",
     "AnswerUnreadable",
     "BranchSpec",
+    "Budget",
     "Citation",
     "Classification",
     "Condition",
@@ -102,13 +105,16 @@ __all__ = [
     "RouteExample",
     "RunState",
     "SourceSpec",
+    "Spend",
     "StepResult",
     "StepSpec",
     "TemplateError",
     "TreeOutcome",
     "ValidationAttempt",
     "ValidationOutcome",
+    "as_cost",
     "catalog",
+    "check_budget",
     "choose_actor",
     "cited_numbers",
     "classifier_prompt",
@@ -122,6 +128,7 @@ __all__ = [
     "evaluate_condition",
     "evaluate_tree",
     "evaluation_prompt",
+    "format_cost",
     "format_sources",
     "judge_prompt",
     "lint_recipe",

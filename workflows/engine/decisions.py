@@ -19,6 +19,8 @@ class StepResult:
     decision-tree step reached (None: `decide` walks the tree itself); `hits` what the step's
     `sources` found, numbered (None: it searched none); `tool_calls` the calls it made to
     tools, as `StepRun.details["tool_calls"]` stores them (None: it could call none).
+    `budget_exceeded`: the step failed because the run's budget refused a model call (its
+    `error` says which limit); a branch with a `budget` condition then takes the run on.
     """
 
     step_key: str
@@ -31,6 +33,7 @@ class StepResult:
     leaf: str | None = None
     hits: tuple[Citation, ...] | None = None
     tool_calls: Sequence[Mapping[str, Any]] | None = None
+    budget_exceeded: bool = False
 
 
 # Evaluation and Decision are built on every step, ten at a time: plain slotted dataclasses

@@ -1,4 +1,5 @@
-"""Write the tables of step kinds and condition types of `docs/recipe-format.md` from the registries.
+"""Write the tables of step kinds, condition types and budget limits of `docs/recipe-format.md`
+from the registries.
 
 Run `python -m workflows.engine.docs` after changing a step kind or a condition type: it
 rewrites the part of the page between each pair of markers below. A test fails while the page
@@ -11,6 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from workflows.engine.budget import FIELDS as BUDGET_FIELDS
 from workflows.engine.conditions.base import ConditionType
 from workflows.engine.conditions.logical import HELP as LOGICAL_HELP
 from workflows.engine.conditions.logical import LOGICAL_TYPES
@@ -77,6 +79,16 @@ def _field(spec: FieldSpec) -> str:
     return f"`{spec.name}` ({', '.join(details)})"
 
 
+def budget_table() -> str:
+    """Return the Markdown table of a recipe's budget limits."""
+    rows = [
+        "| limit | a run may spend at most |",
+        "|---|---|",
+        *(_cells(f"`{name}`", meaning) for name, meaning in BUDGET_FIELDS),
+    ]
+    return "\n".join(rows)
+
+
 def _cells(*cells: str) -> str:
     # A `|` inside a cell would end it.
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
@@ -93,6 +105,11 @@ SECTIONS: tuple[tuple[str, str, Callable[[], str]], ...] = (
         "<!-- conditions table: written by `python -m workflows.engine.docs` -->",
         "<!-- end of the conditions table -->",
         conditions_table,
+    ),
+    (
+        "<!-- budget table: written by `python -m workflows.engine.docs` -->",
+        "<!-- end of the budget table -->",
+        budget_table,
     ),
 )
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from workflows.engine.budget import Budget
 from workflows.engine.classification import Route
 from workflows.engine.sources import SourceSpec
 from workflows.engine.tools import DEFAULT_MAX_TOOL_CALLS, DEFAULT_MAX_TOOL_SECONDS
@@ -96,7 +97,8 @@ class StepSpec:
 
 @dataclass(frozen=True, slots=True)
 class RecipeGraph:
-    """A whole recipe: inputs schema, actor aliases and the steps in sequence order."""
+    """A whole recipe: inputs schema, actor aliases, the steps in sequence order, and the
+    budget of each run (None: no limits)."""
 
     slug: str
     name: str
@@ -104,6 +106,7 @@ class RecipeGraph:
     inputs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     actors: Mapping[str, str] = field(default_factory=dict)
     steps: tuple[StepSpec, ...] = ()
+    budget: Budget | None = None
     _positions: Mapping[str, int] = field(
         init=False, repr=False, compare=False, default_factory=dict
     )

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from workflows.engine.conditions.base import ConditionUse
 from workflows.engine.conditions.registry import TYPES
+from workflows.engine.conditions.values import as_number, format_number
 from workflows.engine.decision_tree import leaves
 from workflows.engine.errors import TemplateError
 from workflows.engine.graph import BranchSpec, Condition, RecipeGraph, StepSpec
@@ -28,6 +29,7 @@ def lint_recipe(graph: RecipeGraph) -> list[str]:
         warnings += _condition_warnings(step, path)
         warnings += _unmapped_leaves(graph, step, path)
         warnings += _hits_never_shown(graph, step, path)
+        warnings += _beyond_budget(graph, step, path)
     return warnings
 
 
@@ -199,4 +201,29 @@ def _hits_never_shown(graph: RecipeGraph, step: StepSpec, path: str) -> list[str
                 warnings.append(
                     f"{path}.{field}: {{{name}}} is always empty: step '{key}' searches no sources"
                 )
+    return warnings
+
+
+def _beyond_budget(graph: RecipeGraph, step: StepSpec, path: str) -> list[str]:
+    """Warn about `budget` conditions comparing with as much as the recipe's budget allows:
+    the run is stopped before it spends that, so only a stopped step makes them hold."""
+    budget = graph.budget
+    if budget is None:
+        return []
+    limits = {"tokens": budget.max_tokens, "cost": budget.max_cost, "calls": budget.max_calls}
+    warnings: list[str] = []
+    for branch in step.branches:
+        bpath = f"{_branch_path(path, step, branch)}.when"
+        for condition, condition_path in _conditions(branch.when, bpath):
+            if condition.type != "budget":
+                continue
+            measure = condition.fields.get("measure") or "tokens"
+            limit, value = limits.get(measure), as_number(condition.value)
+            if limit is None or value is None or value < limit:
+                continue
+            warnings.append(
+                f"{condition_path}.value: the run never reaches {measure} "
+                f"{format_number(value)}: budget.max_{measure} {limit} stops it first, so "
+                "the condition holds only when the budget stops the step"
+            )
     return warnings

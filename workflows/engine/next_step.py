@@ -8,7 +8,8 @@ matched but not taken, `exhausted after N retries`, and evaluation goes on. A ru
 executed `max_steps` steps fails instead of running another.
 
 A failed step (an error, a timeout) fails the run, unless the branch taken asks about errors
-or timeouts: a default branch or the next step in sequence would go on working on nothing.
+or timeouts: a default branch or the next step in sequence would go on working on nothing. A
+step the run's budget stopped is also handled by a branch that asks about the budget.
 
 A step kind may choose the move itself (a decision tree goes to its leaf's target, see
 `step_kinds/decision_tree.py`); its branches are evaluated only when it chooses none.
@@ -20,7 +21,14 @@ from collections.abc import Callable, Sequence
 
 from workflows.engine.actions import RUNS_A_STEP, Move, is_bounded, move_for, retry_limit
 from workflows.engine.actor_choice import ActorStats
-from workflows.engine.conditions import EvalContext, Judge, asks_about_failure, evaluate_condition
+from workflows.engine.budget import Spend
+from workflows.engine.conditions import (
+    EvalContext,
+    Judge,
+    asks_about_budget,
+    asks_about_failure,
+    evaluate_condition,
+)
 from workflows.engine.decisions import Decision, Evaluation, StepResult
 from workflows.engine.errors import EngineError
 from workflows.engine.graph import BranchSpec, RecipeGraph, StepSpec
@@ -52,6 +60,7 @@ def _context(
     result: StepResult,
     judge: Judge | None,
     hits_of: Callable[[int], Sequence[Citation]] | None,
+    spend: Callable[[], Spend] | None,
 ) -> EvalContext:
     selection = state.last_route_selection
     evaluator = (step.validation or {}).get("judge") or step.actor
@@ -69,6 +78,8 @@ def _context(
         hits_seq=state.sources_seq if result.hits is None else None,
         hits_of=hits_of,
         tool_calls=result.tool_calls,
+        spend=spend,
+        budget_exceeded=result.budget_exceeded,
     )
 
 
@@ -126,6 +137,7 @@ def decide(
     judge: Judge | None = None,
     actor_stats: Sequence[ActorStats] = (),
     hits_of: Callable[[int], Sequence[Citation]] | None = None,
+    spend: Callable[[], Spend] | None = None,
 ) -> Decision:
     """Record `result` in `state` and return where the run goes next.
 
@@ -134,6 +146,7 @@ def decide(
     actor for RETRY_WITH_DIFFERENT_ACTOR without `params.alternative_actor`. `hits_of(seq)`
     reads the hits of an earlier result, for the `retrieval` and `cites_source` conditions
     of a step that searched no sources itself (asked only when one is evaluated).
+    `spend()` tells what the run has spent, for `budget` conditions (asked when one is).
     """
     if not graph.has_step(result.step_key):
         raise EngineError(f"unknown step '{result.step_key}'")
@@ -154,7 +167,7 @@ def decide(
         evaluations.append(evaluation)
         name, reason = (evaluation.branch, evaluation.reason) if move else (None, "")
     if move is None:
-        ctx = _context(step, state, result, judge, hits_of)
+        ctx = _context(step, state, result, judge, hits_of, spend)
         found = _first_branch(graph, step, state, ctx, actor_stats, evaluations)
         if found is not None:
             move, taken, reason = found
@@ -180,9 +193,12 @@ def decide(
 
 def _unhandled_failure(step: StepSpec, result: StepResult, taken: BranchSpec | None) -> str | None:
     """Return why the run fails with its step, or None when the step did not fail or the
-    branch taken handles the failure (its condition asks about errors or timeouts)."""
+    branch taken handles the failure (its condition asks about errors or timeouts, or about
+    the budget when the budget stopped the step)."""
     if result.error is None and not result.timed_out:
         return None
     if taken is not None and asks_about_failure(taken.when):
+        return None
+    if taken is not None and result.budget_exceeded and asks_about_budget(taken.when):
         return None
     return f"step '{step.key}' failed: {result.error or 'timed out'}"

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workflows.engine.branch_reader import BranchReader
+from workflows.engine.budget import parse_budget
 from workflows.engine.checks import is_int, is_number, listed
 from workflows.engine.conditions.base import ConditionScope
 from workflows.engine.errors import RecipeInvalid
@@ -93,6 +94,7 @@ class _Parser(DocumentReader):
         self.parse_inputs(doc.get("inputs"))
         self.parse_actors(doc.get("actors"))
         steps = self.parse_steps(doc.get("steps"))
+        budget = parse_budget(doc.get("budget"), self.error)
         if self.errors:
             raise RecipeInvalid(self.errors)
         return RecipeGraph(
@@ -102,6 +104,7 @@ class _Parser(DocumentReader):
             inputs=self.inputs,
             actors=self.actors,
             steps=tuple(steps),
+            budget=budget,
         )
 
     def parse_inputs(self, value: object) -> None:

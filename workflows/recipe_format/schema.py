@@ -10,6 +10,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from workflows.engine.budget import (
+    MAX_CALLS_LIMIT,
+    MAX_COST_LIMIT,
+    MAX_SECONDS_LIMIT,
+    MAX_TOKENS_LIMIT,
+    MIN_COST_LIMIT,
+)
 from workflows.engine.sources import (
     DEFAULT_MIN_SCORE,
     DEFAULT_MODE,
@@ -127,6 +134,17 @@ class Step(_Strict):
     arguments: dict[str, str] | None = Field(None, max_length=MAX_ARGUMENTS)
 
 
+class Budget(_Strict):
+    """The limits of each run of the recipe (`workflows/engine/budget.py`); none is required."""
+
+    max_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS_LIMIT)
+    # Inclusive bounds: OpenAPI 3.0, which publishes this schema too, has no numeric
+    # exclusiveMinimum.
+    max_cost: float | None = Field(None, ge=float(MIN_COST_LIMIT), le=float(MAX_COST_LIMIT))
+    max_calls: int | None = Field(None, ge=1, le=MAX_CALLS_LIMIT)
+    max_seconds: float | None = Field(None, ge=1, le=MAX_SECONDS_LIMIT)
+
+
 class RecipeDocument(_Strict):
     format: Literal[FORMAT]  # type: ignore[valid-type]
     slug: str = Field(min_length=1, max_length=100)
@@ -137,6 +155,7 @@ class RecipeDocument(_Strict):
         Field(default_factory=dict)
     )
     steps: list[Step] = Field(min_length=1)
+    budget: Budget | None = None
 
 
 def json_schema() -> dict[str, Any]:

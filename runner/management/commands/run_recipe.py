@@ -39,7 +39,7 @@ class Command(BaseCommand):
             user = get_user_model().objects.filter(username=opts["user"]).first()
             if user is None:
                 raise CommandError(f"no user '{opts['user']}'")
-        version = recipe.versions.order_by("-number").first()
+        version = recipe.latest_version
         schema = version.document.get("inputs", {}) if version else {}
         inputs = {}
         for item in opts["input"]:

@@ -13,7 +13,14 @@ from workflows.engine.conditions.registry import TYPES, condition_type
 from workflows.engine.errors import EngineError
 from workflows.engine.graph import Condition
 
-__all__ = ["EvalContext", "Judge", "asks_about_failure", "evaluate_condition", "prepare"]
+__all__ = [
+    "EvalContext",
+    "Judge",
+    "asks_about_budget",
+    "asks_about_failure",
+    "evaluate_condition",
+    "prepare",
+]
 
 
 def prepare(condition: Condition) -> object:
@@ -39,6 +46,14 @@ def asks_about_failure(condition: Condition) -> bool:
     if kind is not None and kind.asks_about_failure:
         return True
     return any(asks_about_failure(sub) for sub in condition.conditions)
+
+
+def asks_about_budget(condition: Condition) -> bool:
+    """Tell whether `condition` (or an operand, at any depth) reads the run's budget."""
+    kind = condition_type(condition.type)
+    if kind is not None and kind.asks_about_budget:
+        return True
+    return any(asks_about_budget(sub) for sub in condition.conditions)
 
 
 # Every branch is evaluated after every step: one lookup by type name (aliases included)

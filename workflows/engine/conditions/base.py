@@ -84,6 +84,8 @@ class ConditionType:
     condition holds for a step result, and why. `lint`, when set, warns about a parsed
     step's uses of the type (it is called for every step). `asks_about_failure`: the
     condition reads whether the step failed, so its branch may handle a failed step.
+    `asks_about_budget`: the condition reads the run's budget, so its branch may handle a
+    step the budget stopped (and no other failure).
     """
 
     name: str
@@ -97,6 +99,7 @@ class ConditionType:
     prepare: Prepare = prepare_nothing
     lint: Lint | None = None
     asks_about_failure: bool = False
+    asks_about_budget: bool = False
     aliases: tuple[str, ...] = ()
     operator_aliases: Mapping[str, str] = field(default_factory=dict)
 

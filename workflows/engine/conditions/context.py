@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from workflows.engine.answers import shorten
+from workflows.engine.budget import Spend
 from workflows.engine.content_type import detect_content_type
 from workflows.engine.regex import MAX_TEXT_CHARS, bounded, encode
 from workflows.engine.scoring import parse_score
@@ -29,6 +30,9 @@ class EvalContext:
     `found()` reads the run's latest hits, those of result `hits_seq`, through `hits_of`,
     once, and only when a condition asks. `tool_calls` are the step's recorded calls to tools
     (None: it could call none), indexed by tool only when a condition asks (`tools()`).
+    `spend()` tells what the run has spent so far, this step's calls included (asked each
+    time a `budget` condition is evaluated: an evaluator's call adds to it); None when the
+    caller keeps no account. `budget_exceeded`: the budget refused one of the step's calls.
     """
 
     text: str
@@ -44,6 +48,8 @@ class EvalContext:
     hits_seq: int | None = None
     hits_of: Callable[[int], Sequence[Citation]] | None = None
     tool_calls: Sequence[Mapping[str, object]] | None = None
+    spend: Callable[[], Spend] | None = None
+    budget_exceeded: bool = False
     _tools: ToolCalls | None = field(default=None, init=False, repr=False)
     _content_type: str | None = field(default=None, init=False, repr=False)
     _folded: str | None = field(default=None, init=False, repr=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from workflows.engine.conditions.base import ConditionScope, Operator
@@ -60,7 +61,9 @@ def reason_symbol(op: str) -> str:
     return _REASON_SYMBOLS[op][0]
 
 
-def compare_numbers(op: str, actual: float | int, expected: float | int) -> tuple[bool, str]:
+def compare_numbers(
+    op: str, actual: float | int | Decimal, expected: float | int | Decimal
+) -> tuple[bool, str]:
     """Compare two numbers with a numeric operator; return the result and its symbol.
 
     The symbol reads true either way: `<` when 143 < 200 holds, `not <` when it does not.

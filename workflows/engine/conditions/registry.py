@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from workflows.engine.conditions import (
     ai_evaluation,
+    budget,
     cites_source,
     content_type,
     default,
@@ -42,6 +43,7 @@ TYPES: tuple[ConditionType, ...] = (
     tool_called.CONDITION_TYPE,
     tool_error.CONDITION_TYPE,
     tool_result.CONDITION_TYPE,
+    budget.CONDITION_TYPE,
     default.CONDITION_TYPE,
 )
 _BY_NAME: dict[str, ConditionType] = {
