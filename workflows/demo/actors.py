@@ -24,6 +24,7 @@ The two Ollama actors are there for trying real models; they fail when no Ollama
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
 WRITER_DELAY_MS = 600
@@ -533,9 +534,35 @@ def _ollama(model: str) -> dict[str, Any]:
     }
 
 
+# Example prices (per million tokens in / out), so the demo's runs show what they would cost:
+# a large model writes and codes, small ones judge, classify and fetch.
+LARGE_MODEL_PRICES = {
+    "price_in_per_million": Decimal("2.50"),
+    "price_out_per_million": Decimal("10"),
+}
+SMALL_MODEL_PRICES = {
+    "price_in_per_million": Decimal("0.15"),
+    "price_out_per_million": Decimal("0.60"),
+}
+EMBEDDING_PRICES = {"price_in_per_million": Decimal("0.02"), "price_out_per_million": Decimal("0")}
+DEMO_PRICES = {
+    WRITER["name"]: LARGE_MODEL_PRICES,
+    CODER["name"]: LARGE_MODEL_PRICES,
+    MATHEMATICIAN["name"]: LARGE_MODEL_PRICES,
+    EMBEDDER["name"]: EMBEDDING_PRICES,
+}
+
+
+def _prices(actor: dict[str, Any]) -> dict[str, Decimal]:
+    """Return the example prices of a scripted demo actor (a local Ollama model costs nothing)."""
+    if actor.get("provider") == "ollama":
+        return {}
+    return DEMO_PRICES.get(actor["name"], SMALL_MODEL_PRICES)
+
+
 # The fields of each actor, as on workflows.models.Actor; `name` is the key seed_demo updates by.
 DEMO_ACTORS: list[dict[str, Any]] = [
-    {"kind": "llm", "timeout_s": 120, **actor}
+    {"kind": "llm", "timeout_s": 120, **_prices(actor), **actor}
     for actor in (
         WRITER,
         JUDGE,
