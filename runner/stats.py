@@ -92,7 +92,8 @@ def step_latency_buckets(*, since: datetime, bounds_ms: Sequence[int]) -> list[L
         f"le_{i}": Count("id", filter=Q(latency_ms__lte=bound)) for i, bound in enumerate(bounds_ms)
     }
     rows = (
-        StepRun.objects.executed().filter(finished_at__gte=since, latency_ms__isnull=False)
+        StepRun.objects.executed()
+        .filter(finished_at__gte=since, latency_ms__isnull=False)
         .order_by()
         .values("kind", "actor_name")
         .annotate(count=Count("id"), sum_ms=Sum("latency_ms"), **buckets)

@@ -19,7 +19,8 @@ from ..status import StepStatus
 def actor_stat_rows(**filters: Any) -> Any:
     """Per (recipe, step, actor) of LLM steps: attempts, successes and total latency (ms)."""
     return (
-        StepRun.objects.executed().filter(kind="llm", **filters)
+        StepRun.objects.executed()
+        .filter(kind="llm", **filters)
         .exclude(actor_alias="")
         .values("run__recipe_id", "step_key", "actor_alias")
         .annotate(
