@@ -143,22 +143,16 @@ def stacked_bars(
     """
     series = _colored(series)
     totals = [sum(s.values[i] or 0 for s in series) for i in range(len(categories))]
-    table = Table(
-        head=(category_label, *(s.name for s in series), "Total"),
-        rows=tuple(
-            (c, *(_cell(s.values[i], fmt) for s in series), fmt(totals[i]))
-            for i, c in enumerate(categories)
-        ),
+    table = _series_table(
+        category_label, categories, series, fmt, extra=[("Total", [fmt(t) for t in totals])]
     )
     canvas = _Canvas(key, title, description, [s for s in series if any(s.values)])
-    top = canvas.plot_top
-    axis = _Axis(max(totals, default=0), height=canvas.plot_height, integers=fmt is integer)
-    canvas.value_axis(axis, fmt)
-    band = canvas.plot_width / max(len(categories), 1)
+    axis = canvas.value_axis(max(totals, default=0), fmt)
+    band = canvas.band(len(categories))
     bar = max(band * 0.7, 1.0)
     for i, category in enumerate(categories):
         x = canvas.plot_left + i * band + (band - bar) / 2
-        base = top + canvas.plot_height
+        base = canvas.plot_top + canvas.plot_height
         for s in series:
             value = s.values[i]
             if not value:
@@ -183,17 +177,11 @@ def line_chart(
 ) -> Chart:
     """Draw each series as a line over the categories, with a marked point per value."""
     series = _colored(series)
-    values = [v for s in series for v in s.values if v is not None]
-    table = Table(
-        head=(category_label, *(s.name for s in series)),
-        rows=tuple(
-            (c, *(_cell(s.values[i], fmt) for s in series)) for i, c in enumerate(categories)
-        ),
-    )
+    values = _values(series)
+    table = _series_table(category_label, categories, series, fmt)
     canvas = _Canvas(key, title, description, series)
-    axis = _Axis(max(values, default=0), height=canvas.plot_height, integers=fmt is integer)
-    canvas.value_axis(axis, fmt)
-    band = canvas.plot_width / max(len(categories), 1)
+    axis = canvas.value_axis(max(values, default=0), fmt)
+    band = canvas.band(len(categories))
     bottom = canvas.plot_top + canvas.plot_height
     for s in series:
         points = [
@@ -227,19 +215,8 @@ def grouped_hbars(
     `links` gives the table's category cells an address each.
     """
     series = _colored(series)
-    values = [v for s in series for v in s.values if v is not None]
-    table = Table(
-        head=(category_label, *(s.name for s in series), *(name for name, _ in extra)),
-        rows=tuple(
-            (
-                c,
-                *(_cell(s.values[i], fmt) for s in series),
-                *(column[i] for _, column in extra),
-            )
-            for i, c in enumerate(categories)
-        ),
-        links=tuple(links),
-    )
+    values = _values(series)
+    table = _series_table(category_label, categories, series, fmt, extra=extra, links=links)
     bar = 12.0
     row = bar * len(series) + 10
     canvas = _Canvas(
@@ -372,7 +349,9 @@ class _Canvas:
             x += width
         return rows
 
-    def value_axis(self, axis: _Axis, fmt: Format) -> None:
+    def value_axis(self, maximum: float, fmt: Format) -> _Axis:
+        """Draw a vertical scale from 0 to `maximum` or a little more, and return it."""
+        axis = _Axis(maximum, height=self.plot_height, integers=fmt is integer)
         bottom = self.plot_top + self.plot_height
         for tick in axis.ticks:
             y = bottom - axis.length(tick)
@@ -381,6 +360,11 @@ class _Canvas:
                 f'y2="{y:.1f}" stroke="#eaecf0"/>'
             )
             self.text(self.plot_left - 6, y + 4, fmt(tick), "end")
+        return axis
+
+    def band(self, count: int) -> float:
+        """Return the width each of `count` categories has along the horizontal axis."""
+        return self.plot_width / max(count, 1)
 
     def category_axis(self, categories: Sequence[str]) -> None:
         bottom = self.plot_top + self.plot_height
@@ -390,7 +374,7 @@ class _Canvas:
         )
         if not categories:
             return
-        band = self.plot_width / len(categories)
+        band = self.band(len(categories))
         room = max(int(self.plot_width // 64), 1)
         every = max(math.ceil(len(categories) / room), 1)
         longest = max(int(band * every / _CHAR_WIDTH) - 1, 3)
@@ -443,6 +427,34 @@ class _Canvas:
             + "</svg>"
         )
         return Chart(self.key, self.title, self.description, svg, table, empty)
+
+
+def _series_table(
+    category_label: str,
+    categories: Sequence[str],
+    series: Sequence[Series],
+    fmt: Format,
+    *,
+    extra: Sequence[tuple[str, Sequence[str]]] = (),
+    links: Sequence[str] = (),
+) -> Table:
+    """Return a row per category: its value in each series, then its `extra` columns."""
+    return Table(
+        head=(category_label, *(s.name for s in series), *(name for name, _ in extra)),
+        rows=tuple(
+            (
+                c,
+                *(_cell(s.values[i], fmt) for s in series),
+                *(column[i] for _, column in extra),
+            )
+            for i, c in enumerate(categories)
+        ),
+        links=tuple(links),
+    )
+
+
+def _values(series: Sequence[Series]) -> list[float]:
+    return [v for s in series for v in s.values if v is not None]
 
 
 def _colored(series: Sequence[Series]) -> list[Series]:

@@ -74,26 +74,9 @@ class EvaluationInline(ReadOnlyInline):
     show_change_link = False
 
 
-MODEL_CALL_FIELDS = [
-    "purpose",
-    "actor_alias",
-    "actor_name",
-    "provider",
-    "model",
-    "tokens_in",
-    "tokens_out",
-    "tokens_estimated",
-    "latency_ms",
-    "cost",
-    "currency",
-    "error",
-    "started_at",
-]
-
-
 class ModelCallInline(ReadOnlyInline):
     model = ModelCall
-    fields = MODEL_CALL_FIELDS
+    fields = ModelCall.SHOWN_FIELDS
     show_change_link = False
 
 
@@ -135,7 +118,7 @@ class ModelCallAdmin(ReadOnlyAdmin):
     list_filter = ["purpose", "provider", "tokens_estimated"]
     list_select_related = ["run"]
     search_fields = ["actor_name", "model", "error"]
-    fields = ["run", "step_run", "seq", *MODEL_CALL_FIELDS]
+    fields = ["run", "step_run", "seq", *ModelCall.SHOWN_FIELDS]
 
 
 @admin.register(HumanTask)

@@ -91,21 +91,7 @@ class ModelCallOutput(serializers.ModelSerializer):
 
     class Meta:
         model = ModelCall
-        fields = [
-            "purpose",
-            "actor_alias",
-            "actor_name",
-            "provider",
-            "model",
-            "tokens_in",
-            "tokens_out",
-            "tokens_estimated",
-            "latency_ms",
-            "cost",
-            "currency",
-            "error",
-            "started_at",
-        ]
+        fields = ModelCall.SHOWN_FIELDS
 
 
 class StepOutput(serializers.ModelSerializer):
@@ -313,13 +299,20 @@ class RunCancelApi(APIView):
         return Response(RunOutput(run).data)
 
 
-class RunResumeInput(StrictText, serializers.Serializer):
-    version = serializers.IntegerField(
+def _version_field(help_text: str) -> serializers.IntegerField:
+    """Return an optional field for the number of one of the recipe's published versions."""
+    return serializers.IntegerField(
         required=False,
         allow_null=True,
         min_value=1,
         max_value=WHOLE_NUMBER_MAX,
-        help_text="go on on this published version of the recipe (it must have the step)",
+        help_text=help_text,
+    )
+
+
+class RunResumeInput(StrictText, serializers.Serializer):
+    version = _version_field(
+        "go on on this published version of the recipe (it must have the step)"
     )
     actor = serializers.CharField(
         required=False,
@@ -371,13 +364,7 @@ class RunForkInput(StrictText, serializers.Serializer):
         allow_null=True,
         help_text="inputs that replace the parent's of those names (null drops one)",
     )
-    version = serializers.IntegerField(
-        required=False,
-        allow_null=True,
-        min_value=1,
-        max_value=WHOLE_NUMBER_MAX,
-        help_text="another published version of the recipe (it must have the steps)",
-    )
+    version = _version_field("another published version of the recipe (it must have the steps)")
     script = ScriptField(required=False, allow_null=True, default=None)
 
 

@@ -169,6 +169,23 @@ class ModelCall(models.Model):
         EMBEDDING = "embedding", "embedding"
         OTHER = "other", "other"
 
+    # What one call was, in the order the admin and the runs API show it.
+    SHOWN_FIELDS = (
+        "purpose",
+        "actor_alias",
+        "actor_name",
+        "provider",
+        "model",
+        "tokens_in",
+        "tokens_out",
+        "tokens_estimated",
+        "latency_ms",
+        "cost",
+        "currency",
+        "error",
+        "started_at",
+    )
+
     # No constraints in the database (see RunEvent.run): written with the run's update and
     # its StepRun, in one statement on PostgreSQL. Indexed by (run, seq) below. The reverse
     # accessors keep Django's default names (`run.modelcall_set`): `model_calls` is the count

@@ -8,7 +8,7 @@ runs the user may see are counted (`runner.stats` scopes every read).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date
 from decimal import Decimal
 from typing import Any
@@ -62,33 +62,8 @@ def chosen_days(request: HttpRequest) -> int:
 def recipe_stats(request: HttpRequest, slug: str) -> HttpResponse:
     """Show a recipe's runs, usage, latency and branches over the chosen range."""
     recipe = recipe_get(user=request.user, slug=slug)
-    context: dict[str, Any] = {"recipe": recipe, "ranges": stats.RANGES}
-    try:
-        days = chosen_days(request)
-    except RangeRefused as exc:
-        context.update(days=None, range_error=str(exc))
-        return render(request, RECIPE_TEMPLATE, context, status=400)
     scope = stats.recipe_scope(user=request.user, recipe=recipe)
-    window = stats.stats_window(days)
-    context.update(days=days, **_common(scope, window))
-    by_step, capped = stats.latency_percentiles(scope.steps, window, group=("step_key",))
-    by_actor, actor_capped = stats.latency_percentiles(scope.steps, window, group=("actor_name",))
-    by_actor = [p for p in by_actor if p.label]  # steps without an actor (decision trees)
-    context["capped"] = capped or actor_capped
-    context["latency"] = _latency_chart(
-        "latency-steps", "Step latency by step", by_step, category_label="Step"
-    )
-    context["actor_latency"] = _latency_chart(
-        "latency-actors",
-        "Step latency by actor",
-        by_actor,
-        category_label="Actor",
-        links=[reverse("actor-stats", args=[p.label]) for p in by_actor],
-    )
-    context["branches"] = _branches_chart(
-        stats.branches_taken(scope.steps, window, group=("step_key",)), category_label="Step"
-    )
-    return render(request, RECIPE_TEMPLATE, context)
+    return _stats_page(request, RECIPE_TEMPLATE, {"recipe": recipe}, scope, _recipe_charts)
 
 
 @login_required
@@ -109,25 +84,71 @@ def actor_stats(request: HttpRequest, name: str) -> HttpResponse:
         "actor": actor,
         "name": name,
         "prices": _prices(actor) if actor else "",
-        "ranges": stats.RANGES,
     }
+    return _stats_page(request, ACTOR_TEMPLATE, context, scope, _actor_charts)
+
+
+def _stats_page(
+    request: HttpRequest,
+    template: str,
+    context: dict[str, Any],
+    scope: stats.Scope,
+    page_charts: Callable[[stats.Scope, stats.Window], dict[str, Any]],
+) -> HttpResponse:
+    """Render a stats page over the range asked for, or the page with why it refused it (400).
+
+    Every page has the charts of `_common`; `page_charts` returns the page's own.
+    """
+    context["ranges"] = stats.RANGES
     try:
         days = chosen_days(request)
     except RangeRefused as exc:
         context.update(days=None, range_error=str(exc))
-        return render(request, ACTOR_TEMPLATE, context, status=400)
+        return render(request, template, context, status=400)
     window = stats.stats_window(days)
-    context.update(days=days, **_common(scope, window))
+    context.update(days=days, **_common(scope, window), **page_charts(scope, window))
+    return render(request, template, context)
+
+
+def _recipe_charts(scope: stats.Scope, window: stats.Window) -> dict[str, Any]:
+    """Return a recipe's step latency by step and by actor, and the branches its steps took."""
+    by_step, capped = stats.latency_percentiles(scope.steps, window, group=("step_key",))
+    by_actor, actor_capped = stats.latency_percentiles(scope.steps, window, group=("actor_name",))
+    by_actor = [p for p in by_actor if p.label]  # steps without an actor (decision trees)
+    return {
+        "capped": capped or actor_capped,
+        "latency": _latency_chart(
+            "latency-steps", "Step latency by step", by_step, category_label="Step"
+        ),
+        "actor_latency": _latency_chart(
+            "latency-actors",
+            "Step latency by actor",
+            by_actor,
+            category_label="Actor",
+            links=[reverse("actor-stats", args=[p.label]) for p in by_actor],
+        ),
+        "branches": _branches_chart(
+            stats.branches_taken(scope.steps, window, group=("step_key",)), category_label="Step"
+        ),
+    }
+
+
+def _actor_charts(scope: stats.Scope, window: stats.Window) -> dict[str, Any]:
+    """Return an actor's step latency and the branches taken after its steps, by recipe and step."""
     group = scope.step_group
     by_step, capped = stats.latency_percentiles(scope.steps, window, group=group)
-    context["capped"] = capped
-    context["latency"] = _latency_chart(
-        "latency-steps", "Step latency by recipe and step", by_step, category_label="Recipe · step"
-    )
-    context["branches"] = _branches_chart(
-        stats.branches_taken(scope.steps, window, group=group), category_label="Recipe · step"
-    )
-    return render(request, ACTOR_TEMPLATE, context)
+    return {
+        "capped": capped,
+        "latency": _latency_chart(
+            "latency-steps",
+            "Step latency by recipe and step",
+            by_step,
+            category_label="Recipe · step",
+        ),
+        "branches": _branches_chart(
+            stats.branches_taken(scope.steps, window, group=group), category_label="Recipe · step"
+        ),
+    }
 
 
 # -- the charts both pages have ---------------------------------------------------------------

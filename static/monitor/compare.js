@@ -5,9 +5,10 @@
  * branches only A's version has added: see editor/views/compare.py) and marks each step and
  * branch by the runs that went through it: A only, B only, or both; the step where the runs
  * part and the branch each took there are marked apart. The graph is drawn as the monitor's is
- * (recipe-graph.js converts the document).
+ * (run-graph.js).
  */
-import { COMPLETE_ID, END_ID, toElements } from "../editor/recipe-graph.js";
+import { COMPLETE_ID, END_ID } from "../editor/recipe-graph.js";
+import { createRunGraph, edgeOf, nodeOf, runLayout, TAKEN_LABEL } from "./run-graph.js";
 
 const config = JSON.parse(document.getElementById("compare-config").textContent);
 const container = document.getElementById("compare-graph");
@@ -15,34 +16,11 @@ const container = document.getElementById("compare-graph");
 const COLORS = { a: "#dc6803", b: "#2f5bea", both: "#12805c", first: "#c4320a" };
 
 const STYLE = [
-  {
-    selector: "node",
-    style: {
-      label: "data(label)", "text-wrap": "wrap", "text-valign": "center", "font-size": 9,
-      shape: "round-rectangle", width: 96, height: 34, "background-color": "#f2f4f7",
-      "border-width": 1, "border-color": "#d0d5dd", color: "#344054",
-    },
-  },
-  { selector: 'node[kind = "terminal"]', style: { shape: "ellipse", width: 64 } },
-  { selector: 'node[kind = "missing"]', style: { "border-style": "dashed", opacity: 0.6 } },
   { selector: "node.path-a", style: { "background-color": "#fef0c7", "border-color": COLORS.a, "border-width": 2 } },
   { selector: "node.path-b", style: { "background-color": "#d1e9ff", "border-color": COLORS.b, "border-width": 2 } },
   { selector: "node.path-a.path-b", style: { "background-color": "#d1fadf", "border-color": COLORS.both } },
   { selector: "node.first-change", style: { "border-width": 4, "border-color": COLORS.first } },
-  {
-    selector: "edge",
-    style: {
-      width: 1, "curve-style": "bezier", "line-color": "#d0d5dd",
-      "target-arrow-shape": "triangle", "target-arrow-color": "#d0d5dd", "arrow-scale": 0.7,
-    },
-  },
-  {
-    selector: "edge.path-a, edge.path-b",
-    style: {
-      width: 3, label: "data(takenLabel)", "font-size": 8, "text-background-color": "#fff",
-      "text-background-opacity": 1,
-    },
-  },
+  { selector: "edge.path-a, edge.path-b", style: { width: 3, ...TAKEN_LABEL } },
   { selector: "edge.path-a", style: { "line-color": COLORS.a, "target-arrow-color": COLORS.a, "line-style": "dashed" } },
   { selector: "edge.path-b", style: { "line-color": COLORS.b, "target-arrow-color": COLORS.b, "line-style": "solid" } },
   { selector: "edge.path-a.path-b", style: { "line-color": COLORS.both, "target-arrow-color": COLORS.both } },
@@ -51,30 +29,16 @@ const STYLE = [
 
 /** Draw the graph and mark both paths; return the Cytoscape instance, or null. */
 function draw() {
-  if (!window.cytoscape) {
-    container.textContent = "The graph library is not installed here (make vendor); the table below says the same.";
-    return null;
-  }
-  if (window.cytoscapeDagre && !window.cytoscape.__branchlineDagre) {
-    window.cytoscape.use(window.cytoscapeDagre);
-    window.cytoscape.__branchlineDagre = true;
-  }
-  const { elements } = toElements(config.document);
-  const cy = window.cytoscape({
+  const cy = createRunGraph({
     container,
-    elements,
-    autoungrabify: true,
-    boxSelectionEnabled: false,
-    wheelSensitivity: 0.3,
+    doc: config.document,
     style: STYLE,
+    missing: "The graph library is not installed here (make vendor); the table below says the same.",
   });
+  if (!cy) return null;
   // Laid out here rather than by the constructor, so that the edges can be bent once the
   // nodes are in place (dagre and breadthfirst lay out at once).
-  const layout = cy.layout(
-    window.cytoscapeDagre
-      ? { name: "dagre", rankDir: "TB", nodeSep: 20, rankSep: 32, padding: 8 }
-      : { name: "breadthfirst", directed: true, padding: 8 },
-  );
+  const layout = cy.layout(runLayout({ nodeSep: 20, rankSep: 32 }));
   layout.one("layoutstop", () => bendAroundNodes(cy));
   layout.run();
   ["a", "b"].forEach((side) => mark(cy, side, config[side]));
@@ -138,15 +102,6 @@ function bendAroundNodes(cy) {
       "control-point-weights": 0.5,
     });
   });
-}
-
-function nodeOf(cy, key) {
-  return cy.nodes().filter((n) => n.data("key") === key);
-}
-
-function edgeOf(cy, key, branch) {
-  if (!branch) return cy.collection();
-  return cy.edges().filter((e) => e.source().data("key") === key && (e.data("branch") || {}).name === branch);
 }
 
 /** Mark the steps and branches one run went through (`side` is "a" or "b"). */

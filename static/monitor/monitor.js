@@ -7,8 +7,9 @@
  * again from the server (prompt, response, metrics, evaluations), and so is the header when
  * the run's status changes. The graph highlights the steps visited and the branches taken.
  */
-import { COMPLETE_ID, END_ID, toElements } from "../editor/recipe-graph.js";
+import { COMPLETE_ID, END_ID } from "../editor/recipe-graph.js";
 import { loadPartial } from "./partials.js";
+import { createRunGraph, edgeOf, nodeOf, runLayout, TAKEN_LABEL } from "./run-graph.js";
 import { RunSocket } from "./socket.js";
 
 const config = JSON.parse(document.getElementById("monitor-config").textContent);
@@ -175,66 +176,28 @@ function cardOfTask(task) {
 // --- the graph ------------------------------------------------------------------------------
 
 function createGraph(doc, path) {
-  const container = document.getElementById("run-graph");
-  if (!window.cytoscape) {
-    container.textContent = "The graph library is not installed here (make vendor).";
-    return null;
-  }
-  if (window.cytoscapeDagre && !window.cytoscape.__branchlineDagre) {
-    window.cytoscape.use(window.cytoscapeDagre);
-    window.cytoscape.__branchlineDagre = true;
-  }
-  const { elements } = toElements(doc);
-  const cy = window.cytoscape({
-    container,
-    elements,
-    autoungrabify: true,
-    boxSelectionEnabled: false,
-    wheelSensitivity: 0.3,
+  const cy = createRunGraph({
+    container: document.getElementById("run-graph"),
+    doc,
     style: [
-      {
-        selector: "node",
-        style: {
-          label: "data(label)", "text-wrap": "wrap", "text-valign": "center", "font-size": 9,
-          shape: "round-rectangle", width: 96, height: 34, "background-color": "#f2f4f7",
-          "border-width": 1, "border-color": "#d0d5dd", color: "#344054",
-        },
-      },
-      { selector: 'node[kind = "terminal"]', style: { shape: "ellipse", width: 64 } },
-      { selector: 'node[kind = "missing"]', style: { "border-style": "dashed", opacity: 0.6 } },
       { selector: "node.visited", style: { "background-color": "#d1fadf", "border-color": "#12805c" } },
       { selector: "node.current", style: { "border-width": 3, "border-color": "#2f5bea" } },
       {
-        selector: "edge",
-        style: {
-          width: 1, "curve-style": "bezier", "line-color": "#d0d5dd",
-          "target-arrow-shape": "triangle", "target-arrow-color": "#d0d5dd", "arrow-scale": 0.7,
-        },
-      },
-      {
         selector: "edge.taken",
-        style: {
-          width: 3, "line-color": "#2f5bea", "target-arrow-color": "#2f5bea",
-          label: "data(takenLabel)", "font-size": 8, "text-background-color": "#fff",
-          "text-background-opacity": 1,
-        },
+        style: { width: 3, "line-color": "#2f5bea", "target-arrow-color": "#2f5bea", ...TAKEN_LABEL },
       },
     ],
-    layout: window.cytoscapeDagre
-      ? { name: "dagre", rankDir: "TB", nodeSep: 16, rankSep: 28, padding: 8 }
-      : { name: "breadthfirst", directed: true, padding: 8 },
+    layout: runLayout({ nodeSep: 16, rankSep: 28 }),
+    missing: "The graph library is not installed here (make vendor).",
   });
-  const nodeOf = (key) => cy.nodes().filter((n) => n.data("key") === key);
+  if (!cy) return null;
   const graph = {
     visit(key) {
       cy.nodes(".current").removeClass("current");
-      nodeOf(key).addClass("visited current");
+      nodeOf(cy, key).addClass("visited current");
     },
     taken(key, branch) {
-      if (!branch) return;
-      cy.edges()
-        .filter((e) => e.source().data("key") === key && (e.data("branch") || {}).name === branch)
-        .forEach((e) => e.data("takenLabel", branch).addClass("taken"));
+      edgeOf(cy, key, branch).forEach((e) => e.data("takenLabel", branch).addClass("taken"));
     },
     finish(status) {
       cy.nodes(".current").removeClass("current");

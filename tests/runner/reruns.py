@@ -7,25 +7,15 @@ from typing import Any
 
 from django.forms.models import model_to_dict
 
-from runner import advance, services
+from runner import services
 from runner.models import BranchEvaluation, ModelCall, Run, RunEvent
-from runner.status import RUNNABLE
 from tests.factories import ActorFactory, chain_document
 from tests.runner.conftest import STORY
+from tests.runner.recipes import drive
 from workflows.models import Recipe
 from workflows.services import recipe_import, recipe_publish
 
 DOWN = "@error: the model server is down"
-
-
-def drive(run: Run) -> Run:
-    """Execute the run's steps in this process until it stops (or waits for a reviewer)."""
-    for _ in range(50):
-        run.refresh_from_db()
-        if run.status not in RUNNABLE:
-            return run
-        advance.advance(run.pk, time_slice=60)
-    raise AssertionError(f"run {run.pk} did not stop: {run.status}")
 
 
 def steps_of(run: Run) -> list[tuple[int, str, int, str]]:

@@ -13,15 +13,15 @@ from django.test import Client
 
 from knowledge.ingest import add_document, create_base, ingest_document
 from knowledge.models import Document
-from runner import advance, services
+from runner import services
 from runner.model_calls import count_tokens, prompt_tokens
 from runner.models import ModelCall, Run, StepRun
-from runner.status import RUNNABLE, RunStatus
+from runner.status import RunStatus
 from tests.conftest import api_client
 from tests.factories import ActorFactory, GroupFactory, UserFactory
 from tests.runner.providers.stub_server import StubServer, error, reply, stub_server
+from tests.runner.recipes import DEFAULT, branch, drive, publish_document, stub_actor
 from workflows.models import Actor, Recipe
-from workflows.services import recipe_import, recipe_publish
 
 __all__ = ["stub_server"]
 
@@ -47,14 +47,11 @@ def actors(stub_server: StubServer, settings: Any, monkeypatch: pytest.MonkeyPat
     settings.PROVIDER_URL_ALLOWLIST = [stub_server.address]
     monkeypatch.setenv(KEY_ENV, "sk-stub-secret")
     for name, price_in, price_out in (("mc-writer", "2.5", "10"), ("mc-judge", "0.5", "1.5")):
-        ActorFactory(
-            name=name,
-            provider=Actor.Provider.OPENAI,
+        stub_actor(
+            stub_server,
+            name,
             model=f"{name}-1",
-            base_url=stub_server.base_url,
             api_key_env=KEY_ENV,
-            config={},
-            timeout_s=5,
             price_in_per_million=Decimal(price_in),
             price_out_per_million=Decimal(price_out),
             currency="USD",
@@ -72,23 +69,9 @@ def publish(owner: Any, steps: list[dict[str, Any]], **fields: Any) -> Recipe:
         "steps": steps,
     }
     document.update(fields)
-    recipe = recipe_import(user=owner, data=document).recipe
-    recipe_publish(recipe=recipe, user=owner)
-    return recipe
+    return publish_document(owner, document)
 
 
-def branch(name: str, priority: int, when: dict[str, Any], target: str, **fields: Any) -> dict:
-    return {
-        "name": name,
-        "priority": priority,
-        "when": when,
-        "action": fields.pop("action", "CONTINUE"),
-        "target": target,
-        **fields,
-    }
-
-
-DEFAULT = {"type": "default"}
 APPROVED = {
     "type": "ai_evaluation",
     "operator": "greater_equal",
@@ -123,15 +106,9 @@ SUM_UP = {
 
 def run(user: Any, recipe: Recipe, script: Any = None) -> Run:
     """Start a run and execute its steps here until it stops."""
-    started = services.run_start(
-        user=user, recipe=recipe, inputs={"question": QUESTION}, script=script
+    return drive(
+        services.run_start(user=user, recipe=recipe, inputs={"question": QUESTION}, script=script)
     )
-    for _ in range(20):
-        started.refresh_from_db()
-        if started.status not in RUNNABLE:
-            return started
-        advance.advance(started.pk, time_slice=60)
-    raise AssertionError(f"run {started.pk} did not stop: {started.status}")
 
 
 def calls(step: StepRun) -> list[ModelCall]:

@@ -10,14 +10,13 @@ import pytest
 
 from knowledge.ingest import add_document, create_base, ingest_document
 from knowledge.models import Chunk, Document, KnowledgeBase
-from runner import advance, services
+from runner import services
 from runner.inputs import InputsInvalid
-from runner.models import Run, StepRun
-from runner.status import RUNNABLE
+from runner.models import Run
 from tests.conftest import api_client
 from tests.factories import ActorFactory, GroupFactory, UserFactory
+from tests.runner.recipes import DEFAULT, branch, drive, publish_document, steps
 from workflows.models import Actor, Recipe
-from workflows.services import recipe_import, recipe_publish
 
 pytestmark = pytest.mark.django_db
 
@@ -74,23 +73,9 @@ def publish(owner: Any, steps: list[dict[str, Any]], slug: str = "ask-docs") -> 
         "actors": {"writer": "k-writer", "editors": "@human:k-editors"},
         "steps": steps,
     }
-    recipe = recipe_import(user=owner, data=document).recipe
-    recipe_publish(recipe=recipe, user=owner)
-    return recipe
+    return publish_document(owner, document)
 
 
-def branch(name: str, priority: int, when: dict[str, Any], target: str, **fields: Any) -> dict:
-    return {
-        "name": name,
-        "priority": priority,
-        "when": when,
-        "action": fields.pop("action", "CONTINUE"),
-        "target": target,
-        **fields,
-    }
-
-
-DEFAULT = {"type": "default"}
 NO_HITS = {"type": "retrieval", "operator": "less_than", "value": 1}
 CITES = {"type": "cites_source", "operator": "cites"}
 
@@ -129,19 +114,9 @@ UNKNOWN = {
 
 def run(user: Any, recipe: Recipe, question: str, script: Any = None) -> Run:
     """Start a run and execute its steps here until it stops."""
-    started = services.run_start(
-        user=user, recipe=recipe, inputs={"question": question}, script=script
+    return drive(
+        services.run_start(user=user, recipe=recipe, inputs={"question": question}, script=script)
     )
-    for _ in range(20):
-        started.refresh_from_db()
-        if started.status not in RUNNABLE:
-            return started
-        advance.advance(started.pk, time_slice=60)
-    raise AssertionError(f"run {started.pk} did not stop: {started.status}")
-
-
-def steps(run: Run) -> dict[str, StepRun]:
-    return {s.step_key: s for s in run.steps.order_by("seq")}
 
 
 def taken(run: Run) -> list[str]:

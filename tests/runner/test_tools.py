@@ -11,17 +11,16 @@ from typing import Any
 
 import pytest
 
-from runner import advance, events, services
+from runner import events, services
 from runner.inputs import InputsInvalid
 from runner.models import Run, StepRun
-from runner.status import RUNNABLE
 from tests.factories import ActorFactory, UserFactory
 from tests.runner.providers.stub_server import StubServer, reply, stub_server, tool_calls
+from tests.runner.recipes import branch, drive, publish_document, steps, stub_actor
 from tests.tools.mcp_server import McpTestServer
 from tools.client import discover
 from tools.models import ToolServer
 from workflows.models import Actor, Recipe
-from workflows.services import recipe_import, recipe_publish
 
 __all__ = ["stub_server"]
 
@@ -71,20 +70,6 @@ def remote(mcp_server: McpTestServer, settings: Any) -> ToolServer:
     return server
 
 
-def branch(name: str, priority: int, when: dict[str, Any], target: str, **fields: Any) -> dict:
-    return {
-        "name": name,
-        "priority": priority,
-        "when": when,
-        "action": fields.pop("action", "CONTINUE"),
-        "target": target,
-        **fields,
-    }
-
-
-DEFAULT = {"type": "default"}
-
-
 def publish(
     owner: Any,
     steps: list[dict[str, Any]],
@@ -100,25 +85,15 @@ def publish(
         "actors": actors or {},
         "steps": steps,
     }
-    recipe = recipe_import(user=owner, data=document).recipe
-    recipe_publish(recipe=recipe, user=owner)
-    return recipe
+    return publish_document(owner, document)
 
 
 def run(user: Any, recipe: Recipe, script: Any = None, **inputs: Any) -> Run:
-    started = services.run_start(
-        user=user, recipe=recipe, inputs={"a": "2", "b": "3", **inputs}, script=script
+    return drive(
+        services.run_start(
+            user=user, recipe=recipe, inputs={"a": "2", "b": "3", **inputs}, script=script
+        )
     )
-    for _ in range(20):
-        started.refresh_from_db()
-        if started.status not in RUNNABLE:
-            return started
-        advance.advance(started.pk, time_slice=60)
-    raise AssertionError(f"run {started.pk} did not stop: {started.status}")
-
-
-def steps(run: Run) -> dict[str, StepRun]:
-    return {s.step_key: s for s in run.steps.order_by("seq")}
 
 
 def reasons(step_run: StepRun) -> dict[str, str]:
@@ -313,15 +288,7 @@ def test_a_tool_step_over_http_reads_json_and_times_out_quickly(
 @pytest.fixture
 def stub_model(stub_server: StubServer, settings: Any) -> Actor:
     settings.PROVIDER_URL_ALLOWLIST = [stub_server.address]
-    return ActorFactory(
-        name="t-stub",
-        provider=Actor.Provider.OPENAI,
-        model="stub-1",
-        base_url=stub_server.base_url,
-        api_key_env="",
-        config={},
-        timeout_s=5,
-    )
+    return stub_actor(stub_server, "t-stub")
 
 
 def ask_step(**fields: Any) -> dict[str, Any]:
