@@ -14,20 +14,41 @@ the same id (`trace_id_hex`, `trace_url`).
 
 **The run's own span is emitted when the run ends** (`run_finished`): by the commit of the
 step that ends it (`runner.advance`) or by a cancel (`runner.services.run_cancel`), starting at
-the run's creation and ending then, with the ids derived above (`_RunIds` hands them to the
-SDK for that one span). Until then a tracing backend shows the run's steps under a parent
-it has not received yet. A run failed before any step could be claimed (its version no longer
-parses, its step was lost too many times) has no step spans and no run span.
+the run's creation and ending then, with the ids derived above. Until then a tracing backend
+shows the run's steps under a parent it has not received yet. A run failed before any step
+could be claimed (its version no longer parses, its step was lost too many times) has no step
+spans and no run span.
 
 **A step span** covers the step's execution (`step_span`, around the executor in
-`runner.advance`): the kind, actor, seq and attempt, then its status, confidence and
-validation attempts, where the run goes next, and each branch evaluated as a
+`runner.advance`): the kind, actor and seq (the attempt only when it is not the first; the
+key is in the span's name and the run's id on the run's own span), then its status,
+confidence and validation attempts, where the run goes next, and each branch evaluated as a
 `branch.evaluated` event with its reason. The model calls it makes (`model_call_span`, in
 `Session.ask`: the answer, validation attempts, the judge, evaluators, a classifier, a tool
 loop's turns, each with its tokens), its tool calls (`tool_call_span`) and its searches
 (`retrieval_span`, holding the embedding of the query: `embeddings_call`) are its children.
-Spans carry few attributes: each costs the step a little and its export more
-(`benchmarks/tracing_overhead.py`).
+Spans carry few attributes: each costs the step a little and its export more (the OTLP
+exporter's encoding, about 40 µs a span, is most of what tracing costs now:
+`benchmarks/tracing_overhead.py`).
+
+**Spans are built here, not by the SDK's Tracer.** Through `Tracer.start_span`, the SDK's
+attribute cleaning (`BoundedAttributes`: a lock and checks on every value), `add_event` and
+`set_attributes`, the spans of a scripted step (a step span with four `branch.evaluated`
+events and one chat span) took about 160 µs of the step, a tenth of a step on PostgreSQL;
+built here, about 35 µs. An open span is a small object (`_Span`: a SpanContext with ids
+drawn here, a plain dict of attributes, a list of events); when it ends it becomes the SDK's
+finished span (`ReadableSpan`, with the provider's resource and this module's
+instrumentation scope) and goes straight to the provider's span processors' `on_end`, which
+for the BatchSpanProcessor only queues it. While a step's (or a search's) span is open, its
+context is the current parent (a context variable), so the spans of its calls name it.
+
+What the Tracer would do besides, and this module does not: call the processors' `on_start`
+(the batch and simple processors do nothing there), and cut attributes and events to the
+`OTEL_*_LIMIT` variables (spans here carry a handful, all of the types the exporters take:
+str, bool, int, float, a tuple of str). The provider's sampler is asked only when it is not
+the default (`parentbased_always_on`, or `always_on`), which samples every span of a run:
+`OTEL_TRACES_SAMPLER` set to another one is asked for each span (only its decision and trace
+state count), and a span it drops still gives its children their parent.
 
 **Configuration.** Tracing is on only when `OTEL_EXPORTER_OTLP_ENDPOINT` or
 `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set (and `OTEL_SDK_DISABLED` is not true); the OTLP/HTTP
@@ -49,21 +70,25 @@ import functools
 import hashlib
 import json
 import os
+import random
 import threading
+import traceback
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar, Token
 from datetime import UTC, datetime, timedelta
+from time import time_ns
 from types import TracebackType
 from typing import Any, Self
 
 from django.conf import settings
 from django.utils import timezone
-from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON, DEFAULT_ON, Decision, Sampler
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from knowledge.embeddings import EmbeddingCall
 from workflows import engine
@@ -80,6 +105,11 @@ ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_
 _ID_PREFIX = b"branchline.run/v1:"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
+# The instrumentation scope of every span (what `get_tracer(TRACER_NAME)` would give them).
+_SCOPE = InstrumentationScope(TRACER_NAME)
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+_NOT_SAMPLED = TraceFlags(TraceFlags.DEFAULT)
+_UNSET = Status(StatusCode.UNSET)
 
 # The GenAI semantic conventions' names (development status: kept here, in one place).
 OPERATION = "gen_ai.operation.name"
@@ -110,49 +140,154 @@ _PROVIDER_NAMES = {"openai": "openai", "ollama": "ollama", "scripted": "branchli
 # Set-up
 
 
-class _RunIds(RandomIdGenerator):
-    """Random ids, except for the span that `preset` asks for: a run's own span, whose ids
-    are derived from the run (see the module's docstring)."""
+class _Provider(TracerProvider):
+    """A tracer provider that keeps its span processors in reach: this module hands them the
+    spans it builds (see the module's docstring)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._next = threading.local()
+    def __init__(self, resource: Resource) -> None:
+        super().__init__(resource=resource)
+        self.processors: tuple[SpanProcessor, ...] = ()
 
-    def preset(self, ids: tuple[int, int] | None) -> None:
-        """Hand out these ids (trace, span) for the next span this thread starts (a root
-        span); None: random ones again."""
-        self._next.ids = ids
+    def add_span_processor(self, span_processor: SpanProcessor) -> None:
+        """Register `span_processor` with the SDK (which flushes and shuts it down) and here."""
+        super().add_span_processor(span_processor)
+        self.processors = (*self.processors, span_processor)
 
-    def generate_trace_id(self) -> int:
-        ids = getattr(self._next, "ids", None)
-        return ids[0] if ids else super().generate_trace_id()
 
-    def generate_span_id(self) -> int:
-        ids = getattr(self._next, "ids", None)
-        if ids:
-            self._next.ids = None
-            return int(ids[1])
-        return super().generate_span_id()
+class _Recorder:
+    """Where this process's spans go: a provider from `make_provider`, and its sampler unless
+    it is the default one, which samples every span."""
+
+    __slots__ = ("provider", "sampler")
+
+    def __init__(self, provider: _Provider) -> None:
+        self.provider = provider
+        sampler = provider.sampler
+        self.sampler: Sampler | None = None if sampler in (DEFAULT_ON, ALWAYS_ON) else sampler
+
+    def start(
+        self,
+        name: str,
+        kind: SpanKind,
+        attributes: dict[str, Any],
+        parent: SpanContext | None,
+        *,
+        ids: tuple[int, int] | None = None,
+        start_time: int | None = None,
+    ) -> _Span:
+        """Open a span under `parent` (None: a root, of a new trace unless `ids` gives its
+        trace and span ids)."""
+        if ids is not None:
+            trace_id, span_id = ids
+        else:
+            trace_id = parent.trace_id if parent is not None else _random_id(128)
+            span_id = _random_id(64)
+        flags, trace_state = _SAMPLED, None
+        recorder: _Recorder | None = self
+        if self.sampler is not None:
+            sampling = self.sampler.should_sample(
+                trace.set_span_in_context(trace.NonRecordingSpan(parent)) if parent else None,
+                trace_id,
+                name,
+                kind,
+                attributes,
+            )
+            if sampling.decision is not Decision.RECORD_AND_SAMPLE:
+                flags = _NOT_SAMPLED
+            if sampling.decision is Decision.DROP:
+                recorder = None
+            trace_state = sampling.trace_state
+        context = SpanContext(trace_id, span_id, False, flags, trace_state)
+        return _Span(recorder, name, kind, context, parent, attributes, start_time or time_ns())
+
+
+class _Span:
+    """An open span: its context, attributes and events, until `end` hands it, finished, to
+    the span processors (without a recorder, a span the sampler dropped: it only gives its
+    children their parent)."""
+
+    __slots__ = (
+        "attributes",
+        "context",
+        "events",
+        "kind",
+        "name",
+        "parent",
+        "recorder",
+        "start_time",
+        "status",
+    )
+
+    def __init__(
+        self,
+        recorder: _Recorder | None,
+        name: str,
+        kind: SpanKind,
+        context: SpanContext,
+        parent: SpanContext | None,
+        attributes: dict[str, Any],
+        start_time: int,
+    ) -> None:
+        self.recorder = recorder
+        self.name, self.kind, self.context, self.parent = name, kind, context, parent
+        self.attributes = attributes
+        self.events: list[Event] = []
+        self.start_time = start_time
+        self.status = _UNSET
+
+    def fail(self, description: str | None = None) -> None:
+        """Set the span's status to error."""
+        self.status = Status(StatusCode.ERROR, description)
+
+    def end(self, end_time: int | None = None) -> None:
+        """Hand the finished span to the provider's span processors (once)."""
+        recorder, self.recorder = self.recorder, None
+        if recorder is None:
+            return
+        provider = recorder.provider
+        finished = ReadableSpan(
+            name=self.name,
+            context=self.context,
+            parent=self.parent,
+            # Read each time: the SDK updates it in a forked process (its pid).
+            resource=provider.resource,
+            attributes=self.attributes,
+            events=self.events,
+            kind=self.kind,
+            status=self.status,
+            start_time=self.start_time,
+            end_time=end_time or time_ns(),
+            instrumentation_scope=_SCOPE,
+        )
+        for processor in provider.processors:
+            processor.on_end(finished)
+
+
+def _random_id(bits: int) -> int:
+    return random.getrandbits(bits) or 1  # all zeros is the invalid id
 
 
 class _State:
-    """The tracer in use in this process (None: tracing is off), and its id generator."""
+    """Where this process's spans go (None: tracing is off)."""
 
-    tracer: trace.Tracer | None = None
-    ids: _RunIds | None = None
+    recorder: _Recorder | None = None
     set_up = False
     lock = threading.Lock()
 
 
+# The span whose children the spans started now are: a step's, a search's (or None).
+_parent: ContextVar[SpanContext | None] = ContextVar("branchline_tracing_parent", default=None)
+
+
 def make_provider(*processors: SpanProcessor) -> TracerProvider:
-    """Return a tracer provider that gives runs their derived ids, with these processors.
+    """Return a tracer provider for `configure`, with these processors.
 
     The resource is read from the standard variables, named `branchline` unless they name it.
     """
     resource = Resource.create()
     if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
         resource = resource.merge(Resource({SERVICE_NAME: SERVICE}))
-    provider = TracerProvider(resource=resource, id_generator=_RunIds())
+    provider = _Provider(resource)
     for processor in processors:
         provider.add_span_processor(processor)
     return provider
@@ -174,12 +309,11 @@ def exporting_provider() -> TracerProvider | None:
 def configure(provider: TracerProvider | None) -> None:
     """Trace with `provider` from now on in this process (None: turn tracing off)."""
     if provider is None:
-        _State.tracer, _State.ids = None, None
+        _State.recorder = None
         return
-    ids = provider.id_generator
-    if not isinstance(ids, _RunIds):
+    if not isinstance(provider, _Provider):
         raise ValueError("the provider must come from tracing.make_provider (derived run ids)")
-    _State.tracer, _State.ids = provider.get_tracer(TRACER_NAME), ids
+    _State.recorder = _Recorder(provider)
 
 
 def setup() -> None:
@@ -193,7 +327,7 @@ def setup() -> None:
 
 def enabled() -> bool:
     """Return whether this process records spans."""
-    return _State.tracer is not None
+    return _State.recorder is not None
 
 
 # --------------------------------------------------------------------------------------------
@@ -232,16 +366,15 @@ def trace_url(run_id: int, created_at: datetime) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _run_context(run_id: int, created_at: datetime) -> otel_context.Context:
-    """Return a context whose current span is the run's own span, as a remote parent (the
+def _run_span_context(run_id: int, created_at: datetime) -> SpanContext:
+    """Return the context of the run's own span, the remote parent of its steps' spans (the
     same for each of the run's steps a worker executes in a row)."""
-    parent = trace.SpanContext(
+    return SpanContext(
         trace_id_of(run_id, created_at),
         root_span_id_of(run_id, created_at),
         is_remote=True,
-        trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED),
+        trace_flags=_SAMPLED,
     )
-    return trace.set_span_in_context(trace.NonRecordingSpan(parent))
 
 
 def _nanoseconds(moment: datetime) -> int:
@@ -262,29 +395,26 @@ def run_finished(
     error: str,
 ) -> None:
     """Emit the run's own span (the root of its trace), from its creation until now."""
-    tracer, ids = _State.tracer, _State.ids
-    if tracer is None or ids is None:
+    recorder = _State.recorder
+    if recorder is None:
         return
-    ids.preset((trace_id_of(run_id, created_at), root_span_id_of(run_id, created_at)))
-    try:
-        span = tracer.start_span(
-            f"invoke_workflow {workflow}".strip(),
-            context=otel_context.Context(),  # no parent: the root
-            kind=SpanKind.INTERNAL,
-            start_time=_nanoseconds(created_at),
-            attributes={
-                OPERATION: "invoke_workflow",
-                WORKFLOW_NAME: workflow,
-                RUN_ID: run_id,
-                "branchline.run.status": status,
-                "branchline.run.outcome": outcome,
-            },
-        )
-    finally:
-        ids.preset(None)  # a tracer that made no span took no ids: none for the next one
+    span = recorder.start(
+        f"invoke_workflow {workflow}".strip(),
+        SpanKind.INTERNAL,
+        {
+            OPERATION: "invoke_workflow",
+            WORKFLOW_NAME: workflow,
+            RUN_ID: run_id,
+            "branchline.run.status": status,
+            "branchline.run.outcome": outcome,
+        },
+        None,  # the root
+        ids=(trace_id_of(run_id, created_at), root_span_id_of(run_id, created_at)),
+        start_time=_nanoseconds(created_at),
+    )
     if status == "failed":
-        span.set_attribute(ERROR_TYPE, "run_failed")
-        span.set_status(Status(StatusCode.ERROR, error or None))
+        span.attributes[ERROR_TYPE] = "run_failed"
+        span.fail(error or None)
     span.end(end_time=_nanoseconds(timezone.now()))
 
 
@@ -294,19 +424,19 @@ def run_finished(
 
 class _Scoped:
     """An open span, ended on leaving the `with`; an exception leaving it is recorded with its
-    `error.type`. A span that has children (`PARENT`) is the current one meanwhile, so that
+    `error.type`. A span that has children (`PARENT`) is the current parent meanwhile, so that
     the spans started inside are its children. Without a span (tracing off), it does
     nothing."""
 
     PARENT = False
 
-    def __init__(self, span: trace.Span | None = None) -> None:
+    def __init__(self, span: _Span | None = None) -> None:
         self.span = span
-        self._token: object = None
+        self._token: Token[SpanContext | None] | None = None
 
     def __enter__(self) -> Self:
         if self.span is not None and self.PARENT:
-            self._token = otel_context.attach(trace.set_span_in_context(self.span))
+            self._token = _parent.set(self.span.context)
         return self
 
     def __exit__(
@@ -319,12 +449,32 @@ class _Scoped:
         if span is None:
             return
         if exc is not None and isinstance(exc, Exception):
-            span.set_attribute(ERROR_TYPE, error_type(exc))
-            span.record_exception(exc)
-            span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+            span.attributes[ERROR_TYPE] = error_type(exc)
+            span.events.append(_exception_event(exc))
+            span.fail(f"{type(exc).__name__}: {exc}")
         if self._token is not None:
-            otel_context.detach(self._token)  # type: ignore[arg-type]
+            _parent.reset(self._token)
         span.end()
+
+
+def _exception_event(exc: BaseException) -> Event:
+    """Return the `exception` event the SDK's `record_exception` would add."""
+    kind = type(exc)
+    module = kind.__module__
+    return Event(
+        "exception",
+        {
+            "exception.type": (
+                f"{module}.{kind.__qualname__}"
+                if module and module != "builtins"
+                else kind.__qualname__
+            ),
+            "exception.message": str(exc),
+            "exception.stacktrace": "".join(traceback.format_exception(exc)),
+            "exception.escaped": "False",
+        },
+        time_ns(),
+    )
 
 
 def error_type(exc: BaseException) -> str:
@@ -341,11 +491,12 @@ def _content() -> bool:
     return bool(settings.TRACE_CONTENT)
 
 
-def _start(name: str, kind: SpanKind, attributes: dict[str, Any]) -> trace.Span | None:
-    tracer = _State.tracer
-    if tracer is None:
+def _start(name: str, kind: SpanKind, attributes: dict[str, Any]) -> _Span | None:
+    """Open a span of the current parent (a step's, a search's), if tracing is on."""
+    recorder = _State.recorder
+    if recorder is None:
         return None
-    return tracer.start_span(name, kind=kind, attributes=attributes)
+    return recorder.start(name, kind, attributes, _parent.get())
 
 
 class StepSpan(_Scoped):
@@ -361,7 +512,8 @@ class StepSpan(_Scoped):
             return
         # Few attributes: each costs the step a little, and its export more. The step's
         # latency is the span's; its tokens and actor are its calls' (on the chat spans).
-        attributes: dict[str, Any] = {"branchline.step.status": outcome.status}
+        attributes = span.attributes
+        attributes["branchline.step.status"] = outcome.status
         if outcome.confidence is not None:
             attributes["branchline.step.confidence"] = outcome.confidence
         if outcome.decision:
@@ -374,12 +526,14 @@ class StepSpan(_Scoped):
             )
         if outcome.status in (StepStatus.FAILED, StepStatus.TIMED_OUT):
             attributes[ERROR_TYPE] = "timeout" if outcome.timed_out else outcome.status
-            span.set_status(Status(StatusCode.ERROR, outcome.error or None))
+            span.fail(outcome.error or None)
         if decision is not None:
             # The step the run goes to (a repeat names this one), or @complete, @end, @fail.
             attributes["branchline.next"] = decision.next_step or f"@{decision.kind}"
             if decision.kind == "fail":
                 attributes["branchline.next.reason"] = decision.reason
+            # The branches were evaluated together, once the step had its answer: one time.
+            now = time_ns()
             for evaluation in decision.evaluations:
                 # `matched` and `taken` only when true (most branches are neither): each
                 # attribute costs the step a little and its export more.
@@ -391,8 +545,7 @@ class StepSpan(_Scoped):
                     event["branch.matched"] = True
                 if evaluation.taken:
                     event["branch.taken"] = True
-                span.add_event("branch.evaluated", event)
-        span.set_attributes(attributes)
+                span.events.append(Event("branch.evaluated", event, now))
 
 
 _STEP_OFF = StepSpan()
@@ -400,33 +553,30 @@ _STEP_OFF = StepSpan()
 
 def step_span(claim: Claim) -> StepSpan:
     """Open the span of the claimed step, a child of its run's span (use it in a `with`)."""
-    tracer = _State.tracer
-    if tracer is None:
+    recorder = _State.recorder
+    if recorder is None:
         return _STEP_OFF
     step = claim.step
+    # Few attributes (each costs the step a little, and its export more): the step's key is
+    # in the span's name, the run is the trace (its id is on the run's own span), and the
+    # attempt is there only when the step was executed before (its worker was lost).
     attributes: dict[str, Any] = {
-        RUN_ID: claim.run_id,
-        "branchline.step.key": step.key,
         "branchline.step.kind": step.kind,
         "branchline.step.seq": claim.seq,
-        "branchline.step.attempt": claim.attempt,
     }
+    if claim.attempt != 1:
+        attributes["branchline.step.attempt"] = claim.attempt
     actor = claim.next.get("actor") or step.actor
     if actor:
         attributes["branchline.step.actor"] = actor
-    span = tracer.start_span(
-        f"step {step.key}",
-        context=_run_context(claim.run_id, claim.created_at),
-        kind=SpanKind.INTERNAL,
-        attributes=attributes,
-    )
-    return StepSpan(span)
+    parent = _run_span_context(claim.run_id, claim.created_at)
+    return StepSpan(recorder.start(f"step {step.key}", SpanKind.INTERNAL, attributes, parent))
 
 
 class ModelCallSpan(_Scoped):
     """The span of one call to a model (see `model_call_span`)."""
 
-    def __init__(self, span: trace.Span | None = None, model: str = "") -> None:
+    def __init__(self, span: _Span | None = None, model: str = "") -> None:
         super().__init__(span)
         self.model = model
 
@@ -435,9 +585,9 @@ class ModelCallSpan(_Scoped):
         span = self.span
         if span is None:
             return
-        attributes: dict[str, Any] = {}
+        attributes = span.attributes
         if result.tool_calls:  # otherwise it stopped as models do (no attribute to say so)
-            attributes[FINISH_REASONS] = ["tool_calls"]
+            attributes[FINISH_REASONS] = ("tool_calls",)
         if result.model and result.model != self.model:
             attributes[RESPONSE_MODEL] = result.model
         if result.tokens_in is not None:
@@ -456,7 +606,6 @@ class ModelCallSpan(_Scoped):
                 "finish_reason": "tool_calls" if result.tool_calls else "stop",
             }
             attributes[OUTPUT_MESSAGES] = _json([message])
-        span.set_attributes(attributes)
 
 
 _MODEL_CALL_OFF = ModelCallSpan()
@@ -471,7 +620,7 @@ def model_call_span(
 ) -> ModelCallSpan:
     """Open the span of a call to `actor` (a `chat` span: use it in a `with` around the
     provider call, then give it the ChatResult)."""
-    if _State.tracer is None:
+    if _State.recorder is None:
         return _MODEL_CALL_OFF
     config = actor.config
     if actor.scripted is not None or config is None:
@@ -500,24 +649,22 @@ class ToolCallSpan(_Scoped):
         span = self.span
         if span is None:
             return
-        attributes: dict[str, Any] = {
-            "branchline.tool.is_error": bool(record.get("is_error")),
-            "branchline.tool.truncated": bool(record.get("truncated")),
-            "branchline.tool.latency_ms": int(record.get("latency_ms") or 0),
-        }
+        attributes = span.attributes
+        attributes["branchline.tool.is_error"] = bool(record.get("is_error"))
+        attributes["branchline.tool.truncated"] = bool(record.get("truncated"))
+        attributes["branchline.tool.latency_ms"] = int(record.get("latency_ms") or 0)
         if record.get("scripted"):
             attributes["branchline.tool.scripted"] = True
         if record.get("error"):
             # The call could not be made (unknown tool, refused arguments, server down).
             attributes[ERROR_TYPE] = "call_failed"
-            span.set_status(Status(StatusCode.ERROR, str(record["error"])))
+            span.fail(str(record["error"]))
         elif record.get("is_error"):
             attributes[ERROR_TYPE] = "tool_error"  # the tool ran and reported a failure
-            span.set_status(Status(StatusCode.ERROR))
+            span.fail()
         if _content():
             attributes[TOOL_ARGUMENTS] = _json(record.get("arguments") or {})
             attributes[TOOL_RESULT] = str(record.get("result") or "")
-        span.set_attributes(attributes)
 
 
 _TOOL_CALL_OFF = ToolCallSpan()
@@ -525,9 +672,13 @@ _TOOL_CALL_OFF = ToolCallSpan()
 
 def tool_call_span(tool: str) -> ToolCallSpan:
     """Open the span of a call to `tool` (SERVER.TOOL; an `execute_tool` span)."""
-    if _State.tracer is None:
+    if _State.recorder is None:
         return _TOOL_CALL_OFF
-    attributes = {OPERATION: "execute_tool", TOOL_NAME: tool, TOOL_TYPE: "extension"}
+    attributes: dict[str, Any] = {
+        OPERATION: "execute_tool",
+        TOOL_NAME: tool,
+        TOOL_TYPE: "extension",
+    }
     return ToolCallSpan(_start(f"execute_tool {tool}", SpanKind.INTERNAL, attributes))
 
 
@@ -540,7 +691,7 @@ class RetrievalSpan(_Scoped):
     def result(self, hits: int) -> None:
         """Record how many hits the search found."""
         if self.span is not None:
-            self.span.set_attribute("branchline.retrieval.hits", hits)
+            self.span.attributes["branchline.retrieval.hits"] = hits
 
 
 _RETRIEVAL_OFF = RetrievalSpan()
@@ -549,7 +700,7 @@ _RETRIEVAL_OFF = RetrievalSpan()
 def retrieval_span(knowledge_base: str, query: str, *, mode: str, top_k: int) -> RetrievalSpan:
     """Open the span of a search of `knowledge_base` (a `retrieval` span; a search by
     meaning embeds the query inside it)."""
-    if _State.tracer is None:
+    if _State.recorder is None:
         return _RETRIEVAL_OFF
     attributes: dict[str, Any] = {
         OPERATION: "retrieval",
@@ -565,8 +716,8 @@ def retrieval_span(knowledge_base: str, query: str, *, mode: str, top_k: int) ->
 def embeddings_call(call: EmbeddingCall) -> None:
     """Record a knowledge base's call to its embedding actor, made and timed by the knowledge
     app (which reports it when it is over): an `embeddings` span of the current span."""
-    tracer = _State.tracer
-    if tracer is None:
+    recorder = _State.recorder
+    if recorder is None:
         return
     actor = call.actor
     provider = _PROVIDER_NAMES.get(actor.provider, actor.provider)
@@ -581,15 +732,16 @@ def embeddings_call(call: EmbeddingCall) -> None:
     if call.tokens is not None:
         attributes[INPUT_TOKENS] = call.tokens
     start = _nanoseconds(call.started_at)
-    span = tracer.start_span(
+    span = recorder.start(
         f"embeddings {actor.model}".strip(),
-        kind=SpanKind.CLIENT,
-        attributes=attributes,
+        SpanKind.CLIENT,
+        attributes,
+        _parent.get(),
         start_time=start,
     )
     if call.error:
-        span.set_attribute(ERROR_TYPE, "EmbeddingError")
-        span.set_status(Status(StatusCode.ERROR, call.error))
+        attributes[ERROR_TYPE] = "EmbeddingError"
+        span.fail(call.error)
     span.end(end_time=start + call.latency_ms * 1_000_000)
 
 
