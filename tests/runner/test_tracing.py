@@ -536,3 +536,28 @@ def test_spans_reach_an_otlp_http_receiver_the_environment_names(
     assert [e.name for e in write.events] == ["branch.evaluated", "branch.evaluated"]
     chats = [s for s in received if s.name == "chat script"]
     assert all(attributes_of(c)["gen_ai.operation.name"] == "chat" for c in chats)
+
+
+@pytest.mark.parametrize(
+    ("sampler", "arg", "kept"), [("always_off", "", False), ("traceidratio", "1.0", True)]
+)
+def test_a_sampler_the_environment_names_decides_which_spans_are_kept(
+    owner: Any, story: Recipe, monkeypatch: pytest.MonkeyPatch, sampler: str, arg: str, kept: bool
+) -> None:
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", sampler)
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER_ARG", arg)
+    exporter = InMemorySpanExporter()
+    tracing.configure(tracing.make_provider(SimpleSpanProcessor(exporter)))
+    try:
+        run = run_step_by_step(owner, story, {"topic": TOPIC}, STORY_SCRIPT)
+    finally:
+        tracing.configure(None)
+
+    assert run.status == "succeeded"
+    names = sorted(span.name for span in exporter.get_finished_spans())
+    if kept:
+        assert names == sorted(
+            ["invoke_workflow traced-story", "step write", "step polish"] + ["chat script"] * 6
+        )
+    else:
+        assert names == []
