@@ -67,7 +67,7 @@ def amount(value: float) -> str:
         return "0"
     if abs(value) >= 1:
         return f"{value:,.2f}"
-    return f"{value:.6f}".rstrip("0")
+    return f"{value:.6f}".rstrip("0").rstrip(".")
 
 
 class Markup(str):

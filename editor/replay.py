@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from runner.models import Run, StepRun
+from runner.selectors import run_steps
 
 from .models import RecipeTest
 
@@ -150,9 +151,7 @@ def replay_verdict(test: RecipeTest, run: Run, steps: Sequence[StepRun]) -> Repl
     recorded_steps: list[StepRun] | None = None
     recorded_run = test.source_run
     if recorded_run is not None:
-        recorded_steps = last_attempts(
-            recorded_run.steps.order_by("seq", "attempt").prefetch_related("evaluations")
-        )
+        recorded_steps = last_attempts(list(run_steps(recorded_run)))
     fork = first_fork(
         test.expected_path,
         steps,

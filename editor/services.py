@@ -338,12 +338,10 @@ def recipe_test_run_here(
             version=None if snapshot else version.number,
             snapshot=snapshot,
         )
-    except InputsInvalid as exc:
+    except (InputsInvalid, engine.RecipeInvalid) as exc:
         test.last_result, test.last_message = RecipeTest.Result.ERROR, "; ".join(exc.errors)[:500]
     except RunNotStartable as exc:
         test.last_result, test.last_message = RecipeTest.Result.ERROR, str(exc)[:500]
-    except engine.RecipeInvalid as exc:
-        test.last_result, test.last_message = RecipeTest.Result.ERROR, "; ".join(exc.errors)[:500]
     else:
         test.last_run_id = run.pk
         finished = _run_here(run, timeout_s=timeout_s)
@@ -374,10 +372,7 @@ def recipe_tests_replay(
     try:
         snapshot = recipe_draft_snapshot(recipe=recipe, user=user, document=document)
         graph, _document = version_graph(snapshot.pk, snapshot.created_at)
-    except RecipeRejected as exc:
-        report.errors = list(exc.errors)
-        return report
-    except engine.RecipeInvalid as exc:
+    except (RecipeRejected, engine.RecipeInvalid) as exc:
         report.errors = list(exc.errors)
         return report
     report.version_label = snapshot.label

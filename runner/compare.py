@@ -311,11 +311,12 @@ def _evaluation_changes(a: StepRun | None, b: StepRun | None) -> tuple[Evaluatio
     """Return the branches whose evaluation differs between the two executions of a step."""
     if a is None or b is None:
         return ()
-    sides_a = {e.branch: _side(e) for e in reversed(_evaluations(a))}
-    sides_b = {e.branch: _side(e) for e in reversed(_evaluations(b))}
+    evaluations_a, evaluations_b = _evaluations(a), _evaluations(b)
+    sides_a = {e.branch: _side(e) for e in reversed(evaluations_a)}
+    sides_b = {e.branch: _side(e) for e in reversed(evaluations_b)}
     # A's order, then the branches only B evaluated, in B's order.
-    names = [e.branch for e in _evaluations(a)]
-    names += [e.branch for e in _evaluations(b) if e.branch not in sides_a]
+    names = [e.branch for e in evaluations_a]
+    names += [e.branch for e in evaluations_b if e.branch not in sides_a]
     changed = []
     for name in dict.fromkeys(names):
         side_a, side_b = sides_a.get(name), sides_b.get(name)

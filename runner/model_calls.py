@@ -156,7 +156,9 @@ def _encoding() -> Any:
     try:
         return tiktoken.get_encoding(ENCODING)
     except Exception:  # an estimate must never fail a step: the rule of thumb stands in
-        log.warning("the %s token encoding could not be loaded; counting 4 characters a token")
+        log.warning(
+            "the %s token encoding could not be loaded; counting 4 characters a token", ENCODING
+        )
         return None
 
 

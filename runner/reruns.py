@@ -17,6 +17,7 @@ The parent is not changed.
 from __future__ import annotations
 
 from collections import Counter
+from contextlib import suppress
 from typing import Any
 
 from django.conf import settings
@@ -77,10 +78,14 @@ def run_resume(*, run: Run, version: int | None = None, actor: str | None = None
             raise RunNotResumable(
                 f"Run {locked.pk} has used its {state.max_steps} steps: it would fail again at once."
             )
-        current, _ = version_graph(locked.version_id, locked.version.created_at)
-        at, pending = _stopped_at(locked, current)
         pinned = locked.version if version is None else _published(locked.recipe, version)
         graph, document = _graph(pinned, locked.recipe)
+        current = graph
+        if pinned.pk != locked.version_id:
+            # Its own version may no longer read: where it stopped then comes from its rows.
+            with suppress(engine.RecipeInvalid):
+                current, _ = version_graph(locked.version_id, locked.version.created_at)
+        at, pending = _stopped_at(locked, current)
         errors: list[str] = []
         key = at["step"]
         if not graph.has_step(key):

@@ -95,10 +95,17 @@ class ToolResult:
     """A tool's answer: its text (capped), the JSON it holds if any, and how it went."""
 
     text: str
-    data: Any | None
     is_error: bool
     truncated: bool
     latency_ms: int
+
+    @property
+    def data(self) -> Any | None:
+        """Return the JSON the text holds, or None (also when the text was cut).
+
+        Read on demand: the runner keeps only the text, so a call does not parse it.
+        """
+        return None if self.truncated else _json_or_none(self.text)
 
 
 def result_max_chars() -> int:
@@ -120,7 +127,7 @@ def discover(server: ToolServer) -> list[ToolSpec]:
     """
     timeout = min(server.timeout_s, MAX_DISCOVERY_SECONDS)
     try:
-        listed = _run(lambda: _list_tools(server), timeout=timeout, server=server)
+        listed = _run(lambda: _list_tools(server, timeout), timeout=timeout, server=server)
     except ToolError as exc:
         server.discovery_error = str(exc)
         server.save(update_fields=["discovery_error", "updated_at"])
@@ -257,8 +264,8 @@ def _kept(listed: list[ToolSpec]) -> tuple[list[ToolSpec], list[str]]:
     return kept, notes
 
 
-async def _list_tools(server: ToolServer) -> list[ToolSpec]:
-    async with _client(server, read_timeout=min(server.timeout_s, MAX_DISCOVERY_SECONDS)) as client:
+async def _list_tools(server: ToolServer, timeout: float) -> list[ToolSpec]:
+    async with _Session(server, read_timeout=timeout) as client:
         specs: list[ToolSpec] = []
         cursor: str | None = None
         for _ in range(MAX_TOOL_PAGES):
@@ -281,7 +288,7 @@ async def _list_tools(server: ToolServer) -> list[ToolSpec]:
 async def _call_tool(
     server: ToolServer, tool_name: str, arguments: dict[str, Any], timeout: float
 ) -> CallToolResult:
-    async with _client(server, read_timeout=timeout) as client:
+    async with _Session(server, read_timeout=timeout) as client:
         return await client.call_tool(tool_name, arguments, read_timeout_seconds=timeout)
 
 
@@ -366,10 +373,6 @@ class _Session:
         return " ".join(text[-STDERR_TAIL_CHARS:].split())
 
 
-def _client(server: ToolServer, *, read_timeout: float | None = None) -> _Session:
-    return _Session(server, read_timeout if read_timeout is not None else server.timeout_s)
-
-
 def checked_url(url: str) -> str:
     """Return the server URL normalised, or raise ToolError if the SSRF guard refuses it."""
     try:
@@ -416,19 +419,10 @@ def _tool_result(result: CallToolResult, *, latency_ms: int) -> ToolResult:
     text = "\n".join(parts)
     if not text and result.structured_content is not None:
         text = json.dumps(result.structured_content, ensure_ascii=False)
-        parts.clear()
     limit = result_max_chars()
     truncated = len(text) > limit
-    data: Any | None = None
-    if truncated:
-        text = text[:limit]
-    elif text:
-        data = _json_or_none(text)
-    else:
-        data = result.structured_content
     return ToolResult(
-        text=text,
-        data=data,
+        text=text[:limit],
         is_error=bool(result.is_error),
         truncated=truncated,
         latency_ms=latency_ms,

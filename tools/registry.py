@@ -7,15 +7,17 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
 
+from workflows.validators import strict_json
+
 from .client import ToolError, ToolSpec
 from .models import ToolServer
+from .selectors import tool_server
 
 # Shown per call: more problems than this are summarised.
 MAX_PROBLEMS = 10
@@ -33,7 +35,7 @@ def resolve_tool(qualified: str) -> tuple[ToolServer, ToolSpec]:
     """Return the server and the tool named `SERVER.TOOL`; ToolError if either is unknown,
     the server disabled, or the tool not among those it listed."""
     server_name, tool_name = split_tool_name(qualified)
-    server = ToolServer.objects.filter(name=server_name).first()
+    server = tool_server(server_name)
     if server is None:
         raise ToolError(f"unknown tool server '{server_name}' (in '{qualified}')")
     if not server.enabled:
@@ -109,17 +111,12 @@ def _types(schema: Mapping[str, Any]) -> list[str]:
     return kinds
 
 
-def _not_json(name: str) -> Any:
-    """Refuse NaN and Infinity, which Python's json reads but JSON has not."""
-    raise ValueError(f"{name} is not JSON")
-
-
 def _coerce(text: str, kinds: list[str]) -> Any:
     if not kinds or "string" in kinds:
         return text
     stripped = text.strip()
     try:
-        value = json.loads(stripped, parse_constant=_not_json)
+        value = strict_json(stripped)
     except ValueError:
         return text
     checks = {

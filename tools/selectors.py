@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from .client import ToolSpec
 from .models import ToolServer
 
 
@@ -46,12 +47,12 @@ def discovered_tools() -> list[DiscoveredTool]:
         for entry in server.tools if isinstance(server.tools, list) else []:
             if not isinstance(entry, dict) or not entry.get("name"):
                 continue
-            schema = entry.get("input_schema")
+            spec = ToolSpec.from_json(entry)
             found.append(
                 DiscoveredTool(
-                    name=f"{server.name}.{entry['name']}",
-                    description=str(entry.get("description") or ""),
-                    input_schema=schema if isinstance(schema, dict) else {"type": "object"},
+                    name=f"{server.name}.{spec.name}",
+                    description=spec.description,
+                    input_schema=spec.input_schema,
                     server=server.name,
                 )
             )

@@ -129,8 +129,6 @@ def tool_server_create(**fields: Any) -> ToolServer:
         raise TypeError(f"unknown fields: {sorted(unknown)}")
     server = ToolServer(**fields)
     _check({field: getattr(server, field) for field in FIELDS})
-    if ToolServer.objects.filter(name=server.name).exists():
-        raise ToolServerConflict(f"name: a tool server '{server.name}' exists already")
     try:
         with transaction.atomic():
             server.save()
@@ -141,7 +139,7 @@ def tool_server_create(**fields: Any) -> ToolServer:
 
 def tool_server_update(server: ToolServer, **changes: Any) -> ToolServer:
     """Change a server's settings (all checked together); a new endpoint clears its tools."""
-    unknown = set(changes) - set(FIELDS) - {"name"}
+    unknown = set(changes) - set(FIELDS)
     if unknown:
         raise TypeError(f"unknown fields: {sorted(unknown)}")
     merged = {field: changes.get(field, getattr(server, field)) for field in FIELDS}

@@ -34,7 +34,13 @@ from knowledge.ingest import (
 )
 from knowledge.models import Document, KnowledgeBase
 from knowledge.search import Hit, SearchError, search
-from knowledge.selectors import base_document, base_documents, knowledge_bases_listed, readable_base
+from knowledge.selectors import (
+    MOVING,
+    base_document,
+    base_documents,
+    knowledge_bases_listed,
+    readable_base,
+)
 
 from ..forms.knowledge import (
     KnowledgeBaseCreateForm,
@@ -51,8 +57,6 @@ LIST = "knowledge/base_list.html"
 BASE = "knowledge/base_detail.html"
 DOCUMENT = "knowledge/document.html"
 CHUNKS_PER_PAGE = 50
-# Documents in these states still move: the table asks again every second.
-MOVING = (Document.Status.QUEUED, Document.Status.INGESTING)
 
 
 def _base_or_404(request: HttpRequest, slug: str) -> KnowledgeBase:
@@ -71,7 +75,8 @@ def _changeable_base(request: HttpRequest, slug: str) -> KnowledgeBase:
 
 
 def _documents_context(request: HttpRequest, base: KnowledgeBase, **extra: Any) -> dict[str, Any]:
-    """Return what the documents table needs (it polls while a document is still moving)."""
+    """Return what the documents table needs (it polls every second while a document is still
+    queued or being indexed)."""
     documents = list(base_documents(base))
     return {
         "base": base,

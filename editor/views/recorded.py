@@ -6,24 +6,20 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
-from django_htmx.middleware import HtmxDetails
 
 from runner.selectors import run_get
 
 from ..recording import RunNotRecordable
 from ..services import recipe_test_from_run, recipe_tests_replay
 from .editor import BadDocument, editable_recipe, posted_document
+from .runs import HtmxHttpRequest
 from .testing import TESTS, _tests_context
 
 SAVE_AS_TEST = "runs/_save_as_test.html"
-
-
-class HtmxHttpRequest(HttpRequest):
-    htmx: HtmxDetails
 
 
 @login_required

@@ -8,23 +8,19 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
-from django_htmx.middleware import HtmxDetails
 
 from runner.models import Run
 from runner.reruns import RerunInvalid, RunNotResumable, run_fork, run_resume
 from runner.selectors import run_get
 
 from ..forms.reruns import ForkForm, ResumeForm
+from .runs import HtmxHttpRequest
 
 ERRORS = "runs/_rerun_errors.html"
-
-
-class HtmxHttpRequest(HttpRequest):
-    htmx: HtmxDetails
 
 
 @login_required

@@ -20,7 +20,6 @@ and recorded like any call: it is not a crash of the step. Tokens are summed ove
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from typing import Any
 
 from tools.client import ToolError
 from workflows import engine
+from workflows.validators import strict_json
 
 from .. import actors
 from ..providers import ChatResult, ProviderTimeoutError, ToolCallRequest
@@ -164,14 +164,9 @@ def _answer(
     return {"role": "tool", "tool_call_id": request.id, "content": content}
 
 
-def _not_json(name: str) -> Any:
-    """Refuse NaN and Infinity, which Python's json reads but JSON has not."""
-    raise ValueError(f"{name} is not JSON")
-
-
 def _arguments(text: str) -> dict[str, Any] | None:
     try:
-        value = json.loads(text, parse_constant=_not_json) if text.strip() else {}
+        value = strict_json(text) if text.strip() else {}
     except ValueError:
         return None
     return value if isinstance(value, dict) else None

@@ -190,7 +190,14 @@ def test_durations_read_in_the_unit_that_suits_them(ms: float, text: str) -> Non
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(0, "0"), (0.0042, "0.0042"), (0.5, "0.5"), (12.5, "12.50"), (1234.5, "1,234.50")],
+    [
+        (0, "0"),
+        (1e-7, "0"),
+        (0.0042, "0.0042"),
+        (0.5, "0.5"),
+        (12.5, "12.50"),
+        (1234.5, "1,234.50"),
+    ],
 )
 def test_amounts_keep_the_precision_small_costs_need(value: float, text: str) -> None:
     assert charts.amount(value) == text

@@ -28,7 +28,7 @@ from tests.runner.reruns import (
     steps_of,
     taken,
 )
-from workflows.models import Recipe
+from workflows.models import Recipe, RecipeVersion
 from workflows.services import recipe_publish, recipe_update
 
 pytestmark = pytest.mark.django_db
@@ -521,4 +521,23 @@ def test_another_users_run_cannot_be_resumed_or_forked(
 
     assert answer.status_code == 404
     assert Run.objects.count() == 1
+    assert snapshot(run) == before
+
+
+def test_a_run_whose_version_no_longer_reads_is_refused_with_the_reason(
+    chain: Recipe, owner: Any
+) -> None:
+    run = failed_chain(chain, owner)
+    broken = {**run.version.document, "steps": "not a list"}
+    RecipeVersion.objects.filter(pk=run.version_id).update(
+        document=broken, created_at=timezone.now()
+    )
+    run.refresh_from_db()
+    before = snapshot(run)
+
+    with pytest.raises(reruns.RerunInvalid) as refused:
+        reruns.run_resume(run=run)
+
+    assert refused.value.errors[0].startswith("version: ")
+    assert "cannot run" in refused.value.errors[0]
     assert snapshot(run) == before

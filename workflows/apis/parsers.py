@@ -7,15 +7,13 @@ body, with its path: the one rule of `workflows.validators.text_problem`.
 from __future__ import annotations
 
 import codecs
-import json
-import math
 from typing import Any
 
 from django.conf import settings
 from rest_framework import parsers, status
 from rest_framework.exceptions import APIException, ParseError
 
-from ..validators import fields_errors, json_value_errors
+from ..validators import fields_errors, json_value_errors, strict_json
 from .errors import InputRefused
 
 
@@ -23,18 +21,6 @@ class PayloadTooLarge(APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_detail = "The request body is too large."
     default_code = "payload_too_large"
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        # 1e400 reads as infinity, which no JSON column (PostgreSQL's jsonb) can store.
-        raise ValueError(f"number {text} is out of range")
-    return value
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
 
 
 class JSONParser(parsers.JSONParser):
@@ -52,7 +38,7 @@ class JSONParser(parsers.JSONParser):
             raise PayloadTooLarge(f"The request body is larger than {limit} bytes.")
         try:
             text = codecs.decode(raw, encoding)
-            data = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
+            data = strict_json(text)
         except (ValueError, LookupError) as exc:
             raise ParseError(f"JSON parse error - {exc}") from None
         except RecursionError:
