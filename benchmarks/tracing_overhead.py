@@ -203,9 +203,9 @@ class TimedExporter:
     (encoding the batch, sending it): work a traced process does besides its steps."""
 
     def __init__(self) -> None:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from runner.otlp import SpanExporter
 
-        self.inner = OTLPSpanExporter()  # reads OTEL_EXPORTER_OTLP_ENDPOINT, as in production
+        self.inner = SpanExporter()  # reads OTEL_EXPORTER_OTLP_ENDPOINT, as in production
         self.cpu_s = 0.0
 
     def export(self, spans: Any) -> Any:

@@ -27,9 +27,8 @@ confidence and validation attempts, where the run goes next, and each branch eva
 `Session.ask`: the answer, validation attempts, the judge, evaluators, a classifier, a tool
 loop's turns, each with its tokens), its tool calls (`tool_call_span`) and its searches
 (`retrieval_span`, holding the embedding of the query: `embeddings_call`) are its children.
-Spans carry few attributes: each costs the step a little and its export more (the OTLP
-exporter's encoding, about 40 µs a span, is most of what tracing costs now:
-`benchmarks/tracing_overhead.py`).
+Spans carry few attributes: each costs the step a little and its export more (encoding a
+span, `runner.otlp`, takes about 10 µs; `benchmarks/tracing_overhead.py`).
 
 **Spans are built here, not by the SDK's Tracer.** Through `Tracer.start_span`, the SDK's
 attribute cleaning (`BoundedAttributes`: a lock and checks on every value), `add_event` and
@@ -58,7 +57,8 @@ compression, certificates), and the resource `OTEL_SERVICE_NAME` and
 once per process, from the runner app's `ready()` (web servers, the embedded worker that runs
 inside them, `celery worker` and its pool's processes, management commands). Off, no SDK
 provider exists and every helper returns a shared object that does nothing. On, spans go to
-a BatchSpanProcessor: a step only queues them; a background thread exports them.
+a BatchSpanProcessor: a step only queues them; a background thread exports them
+(`runner.otlp.SpanExporter`: the SDK's OTLP/HTTP exporter with a faster encoder).
 
 Prompts, answers, tool arguments and results, and search queries go into spans only when the
 setting `TRACE_CONTENT` is on.
@@ -301,9 +301,9 @@ def exporting_provider() -> TracerProvider | None:
     if not any(os.environ.get(name, "").strip() for name in ENDPOINT_VARIABLES):
         return None
     # Imported here: a process that does not trace never loads the exporter (nor protobuf).
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from .otlp import SpanExporter
 
-    return make_provider(BatchSpanProcessor(OTLPSpanExporter()))
+    return make_provider(BatchSpanProcessor(SpanExporter()))
 
 
 def configure(provider: TracerProvider | None) -> None:
