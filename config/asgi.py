@@ -9,12 +9,11 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_asgi_app = get_asgi_application()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
-from config.middleware import RefuseUnstorableCredentials  # noqa: E402
+from config.middleware import RefuseUnstorableCredentials, SessionUser  # noqa: E402
 from runner.websocket_urls import websocket_urlpatterns  # noqa: E402
 
 if settings.EMBEDDED_WORKER:
@@ -26,7 +25,7 @@ application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         "websocket": AllowedHostsOriginValidator(
-            RefuseUnstorableCredentials(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
+            RefuseUnstorableCredentials(SessionUser(URLRouter(websocket_urlpatterns)))
         ),
     }
 )

@@ -46,7 +46,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from workflows.validators import whole_number
 
-from . import events
+from . import events, fanout
 from .events import task_payload
 from .models import HumanTask, Run, RunEvent
 from .outages import BROKER_ERRORS, DATABASE_ERRORS
@@ -256,17 +256,21 @@ class _Consumer(AsyncJsonWebsocketConsumer):
 class RunEventsConsumer(_Consumer):
     """Send a run's events after `?after=N`: replayed from the database, then live.
 
-    The consumer joins the run's group *before* reading the log, so nothing committed after the
-    read can be missed; live messages that arrive while the replay runs are held back, and once the
-    replay is done only those newer than the last replayed event are sent. Later, an event that
-    jumps over a sequence number (pushes from different processes may overtake each other) makes
-    the consumer fetch the missing ones from the log first. Every event thus goes out once, in order.
+    The consumer joins its run's fan-out (`runner.fanout`: one subscription to the run's group
+    per process, one encoded frame per push for all the sockets in step) *before* reading the
+    log, so nothing committed after the read can be missed; live messages that arrive while the
+    replay runs are held back, and once the replay is done only those newer than the last
+    replayed event are sent. Later, an event that jumps over a sequence number (pushes from
+    different processes may overtake each other) makes the consumer fetch the missing ones from
+    the log first. Every event thus goes out once, in order.
     """
 
     run_id: int
     last_seq: int
     replaying: bool
     held: list[dict[str, Any]]
+    forwarding: int  # messages handed to `_forward_in_turn` and not sent yet
+    forward_tasks: set[asyncio.Task[None]]
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -288,17 +292,19 @@ class RunEventsConsumer(_Consumer):
         self.replaying = True
         self.held = []
         self.send_lock = asyncio.Lock()
-        group = events.run_group(self.run_id)
-        self.groups.append(group)  # discarded by the base class on disconnect
-        await self.channel_layer.group_add(group, self.channel_name)
+        self.forwarding = 0
+        self.forward_tasks = set()
+        self.run_fanout = await fanout.join(self)  # the run's group: one per run per process
         await self.accept()
         self.replay_task = asyncio.create_task(self._replay())
 
     async def websocket_disconnect(self, message: dict[str, Any]) -> None:
-        """Stop the replay first; the base class leaves the catch-up, then the groups."""
+        """Stop the replay and leave the fan-out first; the base class leaves the catch-up."""
         task = getattr(self, "replay_task", None)
         if task is not None and not task.done():
             task.cancel()
+        if getattr(self, "run_fanout", None) is not None:
+            self.run_fanout.leave(self)
         await super().websocket_disconnect(message)
 
     async def _replay(self) -> None:
@@ -347,24 +353,37 @@ class RunEventsConsumer(_Consumer):
         )
         return [events.serialize_event(row) for row in rows]
 
-    async def run_events(self, message: dict[str, Any]) -> None:
-        """Handle `run.events` from the group: new events of the run, after their commit."""
+    def takes_frame(self, after: int) -> bool:
+        """Whether the fan-out's shared frame, of the events after seq `after` (or of a token),
+        is what this socket is to be sent next: it has sent everything up to `after`, and is
+        neither replaying nor sending anything else."""
+        return (
+            self.last_seq == after
+            and not self.replaying
+            and not self.forwarding
+            and not self.send_lock.locked()
+        )
+
+    async def forward(self, message: dict[str, Any]) -> None:
+        """Take a group message that the fan-out's shared frame does not fit: hold it during
+        the replay, else send it in turn (filtered, gaps filled from the log), without holding
+        up the fan-out's other sockets."""
         if self.replaying:
             self.held.append(message)
             return
-        async with self.send_lock:
-            await self._forward(message)
+        self.forwarding += 1
+        task = asyncio.create_task(self._forward_in_turn(message))
+        self.forward_tasks.add(task)
+        task.add_done_callback(self.forward_tasks.discard)
 
-    async def run_token(self, message: dict[str, Any]) -> None:
-        """Handle `run.token`: streamed text of the running step."""
-        if self.replaying:
-            self.held.append(message)
-            return
-        async with self.send_lock:
-            await self._forward(message)
-
-    # A tool call is pushed live like streamed text, and held back the same way during a replay.
-    run_tool_call = run_token
+    async def _forward_in_turn(self, message: dict[str, Any]) -> None:
+        try:
+            async with self.send_lock:  # FIFO: messages go out in the order they came
+                await self._forward(message)
+        except Exception:
+            log.warning("run %s: forwarding a push failed", self.run_id, exc_info=True)
+        finally:
+            self.forwarding -= 1
 
     async def _forward(self, message: dict[str, Any]) -> None:
         """Send a group message on; the caller holds the send lock."""

@@ -1,0 +1,264 @@
+"""Print the delay from a step's commit to its events' arrival at N websocket clients of one run.
+
+    .venv/bin/python benchmarks/ws_fanout.py [--clients 100] [--processes 4] [--steps 50]
+
+Needs PostgreSQL and Redis, as `benchmarks/ws_latency.py` (whose set-up this reuses: a scratch
+database, created and dropped; REDIS_URL, default redis://127.0.0.1:6379/0).
+
+One run of `--steps` scripted steps executes back to back in this process, committed as a
+worker commits them; each commit's events go through Redis to one daphne process, whose
+consumers send them to `--clients` websocket clients spread over `--processes` client
+processes (the `websockets` library, requirements-bench.txt). Every client stamps each event's
+arrival; the delay is the arrival less the commit (perf_counter: the machine's monotonic clock,
+shared by its processes). Printed: p50, p95 and p99 over every client and every step commit,
+the frames the clients received, and daphne's CPU time per frame (its process' user + system
+time during the run, over the frames sent).
+
+Target: p95 under 10 ms with 100 clients.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.ws_latency import drop_database, scratch_database  # noqa: E402
+from tests.live_server import LiveServer  # noqa: E402
+
+TARGET_P95_MS = 10.0
+REPLY = "The keeper lit the lamp, and the ships came home safely through the storm that night."
+
+
+# --- the websocket clients (processes of their own, like browsers) ----------------------------
+
+
+def client_main(port: int, cookie: str, count: int) -> None:
+    """Open `count` sockets on each run named on stdin; print each socket's arrival stamps.
+
+    Prints "ready" once every socket has caught up with the run, then one JSON line: a list,
+    per socket, of [{seq: arrival}, frames received].
+    """
+    from websockets.asyncio.client import connect
+
+    async def follow(run_id: int, ready: asyncio.Event, caught_up: list[int]) -> list[Any]:
+        async with connect(
+            f"ws://127.0.0.1:{port}/ws/runs/{run_id}/",
+            origin=f"http://127.0.0.1:{port}",  # type: ignore[arg-type]
+            additional_headers={"Cookie": cookie},
+            max_queue=None,
+        ) as websocket:
+            while json.loads(await websocket.recv())["type"] != "replayed":
+                pass
+            caught_up.append(1)
+            if len(caught_up) == count:
+                ready.set()
+            # Stamped as they come, read once the run is over: a client that parsed each frame
+            # on arrival would fall behind on this small machine, and its stamps with it.
+            received: list[tuple[float, str | bytes]] = []
+            async for frame in websocket:
+                received.append((time.perf_counter(), frame))
+                if '"run.finished"' in str(frame):
+                    break
+        arrivals: dict[int, float] = {}
+        for arrived, frame in received:
+            for event in json.loads(frame).get("events", []):
+                arrivals.setdefault(event["seq"], arrived)
+        return [arrivals, len(received)]
+
+    async def follow_all(run_id: int) -> list[list[Any]]:
+        ready, caught_up = asyncio.Event(), []
+        tasks = [asyncio.create_task(follow(run_id, ready, caught_up)) for _ in range(count)]
+        await ready.wait()
+        print("ready", flush=True)
+        return await asyncio.gather(*tasks)
+
+    for line in sys.stdin:
+        print(json.dumps(asyncio.run(follow_all(int(line)))), flush=True)
+
+
+class Clients:
+    """One client process: `count` sockets on the run it is given."""
+
+    def __init__(self, port: int, cookie: str, count: int) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--client", str(port), cookie, str(count)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def follow(self, run_id: int) -> None:
+        assert self.process.stdin
+        self.process.stdin.write(f"{run_id}\n")
+        self.process.stdin.flush()
+
+    def wait_ready(self) -> None:
+        assert self.process.stdout
+        if self.process.stdout.readline().strip() != "ready":
+            raise SystemExit("the websocket clients could not follow the run")
+
+    def arrivals(self) -> list[tuple[dict[int, float], int]]:
+        """Per socket: the arrival of each event, and the frames it received."""
+        assert self.process.stdout
+        sockets = json.loads(self.process.stdout.readline())
+        return [({int(seq): t for seq, t in stamps.items()}, frames) for stamps, frames in sockets]
+
+    def close(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and its children so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    utime, stime = int(fields[11]), int(fields[12])
+    return (utime + stime) / os.sysconf("SC_CLK_TCK")
+
+
+# --- the measurement --------------------------------------------------------------------------
+
+
+def measure(server: LiveServer, clients: int, processes: int, steps: int) -> dict[str, Any]:
+    from django.db import transaction
+    from django.test import Client as HttpClient
+
+    from runner import advance, dispatch, events, services
+    from tests.factories import ActorFactory, UserFactory, chain_document
+    from workflows.services import recipe_import, recipe_publish
+
+    user = UserFactory(username="bench")
+    ActorFactory(name="bench-fanout-writer", config={"replies": [REPLY]})
+    document = chain_document(
+        slug="bench-fanout",
+        name="Benchmark: fan-out",
+        actor="bench-fanout-writer",
+        steps=steps,
+        branches=[],
+    )
+    recipe = recipe_import(user=user, data=document).recipe
+    recipe_publish(recipe=recipe, user=user)
+    http = HttpClient()
+    http.force_login(user)
+    cookie = f"sessionid={http.cookies['sessionid'].value}"
+    shares = [clients // processes + (i < clients % processes) for i in range(processes)]
+    pool = [Clients(server.port, cookie, share) for share in shares if share]
+
+    # This process is the worker: the run moves on here, not through Celery messages.
+    dispatch.send_on_commit = lambda run_id: None  # type: ignore[assignment]
+    commits: dict[int, float] = {}
+    push_on_commit = events.push_on_commit
+
+    def stamped_push(run_id: int, owner_id: int, rows: Any) -> None:
+        if rows:
+            seq = rows[0].seq
+            transaction.on_commit(lambda: commits.setdefault(seq, time.perf_counter()))
+        push_on_commit(run_id, owner_id, rows)
+
+    events.push_on_commit = stamped_push  # type: ignore[assignment]
+    try:
+        run = services.run_start(user=user, recipe=recipe, inputs={"topic": "storms"})
+        for process in pool:
+            process.follow(run.pk)
+        for process in pool:
+            process.wait_ready()
+        commits.clear()  # the run.queued commit happened before the clients joined
+        assert server.process is not None
+        cpu_before = cpu_seconds(server.process.pid)
+        advance.advance(run.pk, time_slice=3600)
+        sockets = [socket for process in pool for socket in process.arrivals()]
+        cpu = cpu_seconds(server.process.pid) - cpu_before
+    finally:
+        for process in pool:
+            process.close()
+    delays = [
+        (stamps[seq] - committed) * 1000
+        for stamps, _ in sockets
+        for seq, committed in commits.items()
+    ]
+    frames = sum(count for _, count in sockets)
+    return {
+        "delays": delays,
+        "commits": len(commits),
+        "sockets": len(sockets),
+        "frames": frames,
+        "cpu_s": cpu,
+    }
+
+
+def report(result: dict[str, Any], steps: int) -> bool:
+    delays = result["delays"]
+    cuts = statistics.quantiles(delays, n=100, method="inclusive")
+    print(
+        f"commit -> websocket arrival: {result['sockets']} clients on one run of {steps} "
+        f"back-to-back scripted steps ({result['commits']} commits, {len(delays)} arrivals)"
+    )
+    print("  path: PostgreSQL commit -> Redis pub/sub -> one daphne process -> websocket clients")
+    print(f"  p50 {statistics.median(delays):7.2f} ms")
+    print(f"  p95 {cuts[94]:7.2f} ms")
+    print(f"  p99 {cuts[98]:7.2f} ms")
+    print(f"  max {max(delays):7.2f} ms")
+    frames = result["frames"]
+    print(
+        f"  frames: {frames} ({frames / result['sockets']:.1f} per client: pushes that come "
+        "while a round of frames goes out leave together)"
+    )
+    print(f"  daphne CPU per frame sent: {result['cpu_s'] / frames * 1e6:.0f} us")
+    passed = cuts[94] < TARGET_P95_MS
+    print(f"{'PASS' if passed else 'FAIL'}: p95 {cuts[94]:.2f} ms (target < {TARGET_P95_MS:g} ms)")
+    return passed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--clients", type=int, default=100, help="websocket clients (100)")
+    parser.add_argument("--processes", type=int, default=4, help="client processes (4)")
+    parser.add_argument("--steps", type=int, default=50, help="steps in the run (50)")
+    parser.add_argument("--client", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.client:
+        client_main(int(args.client[0]), args.client[1], int(args.client[2]))
+        return
+
+    admin_url = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    os.environ["DATABASE_URL"] = scratch_database(admin_url)
+    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
+    os.environ.setdefault("SECRET_KEY", "benchmark-only-not-secret")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ["EMBEDDED_WORKER"] = "0"
+    os.environ["LOG_LEVEL"] = "WARNING"
+    server = None
+    try:
+        import django
+
+        django.setup()
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
+        server = LiveServer(os.environ, log=Path(tempfile.mkdtemp()) / "daphne.log", verbosity=0)
+        server.start().wait_ready()
+        result = measure(server, args.clients, args.processes, args.steps)
+    finally:
+        if server is not None:
+            server.stop()
+        from django.db import connections
+
+        connections.close_all()
+        drop_database(admin_url)
+    sys.exit(0 if report(result, args.steps) else 1)
+
+
+if __name__ == "__main__":
+    main()
