@@ -16,12 +16,25 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from . import events
 
-if TYPE_CHECKING:
-    from .consumers import RunEventsConsumer
+
+class RunEventsConsumer(Protocol):
+    """What the fan-out needs of a run monitor's socket (`runner.consumers.RunEventsConsumer`)."""
+
+    run_id: int
+    last_seq: int
+    channel_layer: Any
+    base_send: Any  # the ASGI send
+
+    def takes_frame(self, after: int) -> bool: ...
+
+    async def forward(self, message: dict[str, Any]) -> None: ...
+
+    async def close(self, code: int | bool | None = None) -> None: ...
+
 
 log = logging.getLogger(__name__)
 
