@@ -11,7 +11,16 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from workflows.apis.pagination import MAX_LIMIT, window, window_parameters
+from workflows.apis.pagination import (
+    MAX_LIMIT,
+    TOTAL_COUNT_HEADER,
+    Keyset,
+    bounded,
+    cursor_page,
+    cursor_parameters,
+    link_header,
+    next_link,
+)
 from workflows.apis.schema import WHOLE_NUMBER_MAX, JSONObjectField, StrictText, errors
 from workflows.selectors import recipe_get
 from workflows.validators import whole_number
@@ -32,8 +41,10 @@ IDEMPOTENCY_KEY = OpenApiParameter(
 )
 
 
-# The run list's default length (the newest first); `limit` and `offset` page through the rest.
+# The run list's default length (the newest first); `cursor` pages through the rest.
 RUNS_PER_PAGE = MAX_LIMIT
+# A run's events per answer, at most and by default; `after` pages through the rest.
+EVENTS_PER_PAGE = 1000
 
 
 SCRIPT_HIT = {
@@ -266,20 +277,22 @@ class RunListApi(APIView):
         parameters=[
             OpenApiParameter("status", str, enum=[s.value for s in RunStatus]),
             OpenApiParameter("recipe", str, description="recipe slug"),
-            *window_parameters(RUNS_PER_PAGE),
+            *cursor_parameters(RUNS_PER_PAGE),
         ],
         responses=RunOutput(many=True),
     )
     def get(self, request: Request) -> Response:
+        """The runs the caller may see, newest first."""
         runs = selectors.runs_visible_to(request.user)
         if (value := request.query_params.get("status")) is not None:
             if value not in RunStatus.values:
                 raise ValidationError({"status": f"one of {', '.join(RunStatus.values)}"})
             runs = runs.filter(status=value)
         if value := request.query_params.get("recipe"):
-            runs = runs.filter(recipe__slug=value)
-        page = window(runs, request, default_limit=RUNS_PER_PAGE)
-        return Response(RunOutput(page, many=True).data)
+            runs = selectors.runs_of_recipe(runs, value)
+        # No X-Total-Count: the list grows without bound, and counting it reads every row.
+        page = cursor_page(runs, request, default_limit=RUNS_PER_PAGE)
+        return Response(RunOutput(page.items, many=True).data, headers=page.headers)
 
 
 class RunDetailApi(APIView):
@@ -402,26 +415,57 @@ class RunEventsApi(APIView):
             OpenApiParameter(
                 "after",
                 {"type": "integer", "minimum": 0, "maximum": WHOLE_NUMBER_MAX},
-                description="last seq seen (default 0)",
-            )
+                description="last seq seen (default 0): the cursor of this list",
+            ),
+            OpenApiParameter(
+                "limit",
+                {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": EVENTS_PER_PAGE,
+                    "default": EVENTS_PER_PAGE,
+                },
+                description="the number of events to return",
+            ),
+            link_header("after"),
+            OpenApiParameter(
+                "X-Total-Count",
+                int,
+                OpenApiParameter.HEADER,
+                response=[200],
+                description="the number of the run's events (its last seq)",
+            ),
         ],
         responses=EventOutput(many=True),
     )
     def get(self, request: Request, run_id: int) -> Response:
+        """The run's events after `after`, in seq order."""
         run = selectors.run_get(user=request.user, run_id=run_id)
-        after = request.query_params.get("after", "0")
-        if whole_number(after) is None:
+        after = whole_number(request.query_params.get("after", "0"))
+        if after is None:
             raise ValidationError({"after": "a whole number"})
-        events = run.events.filter(seq__gt=int(after)).order_by("seq")[:1000]
-        return Response([serialize_event(e) for e in events])
+        limit = bounded(request, "limit", EVENTS_PER_PAGE, 1, EVENTS_PER_PAGE)
+        # `seq` is unique within a run: the key needs no pk.
+        page = Keyset(run.events.all(), order=["seq"]).page(after=(after,), limit=limit)
+        # Events are numbered 1, 2, … under the run's lock, so the last seq is their count (free);
+        # events appended since the run was read may be on the page already.
+        seqs = [event.seq for event in page.items]
+        headers = {"X-Total-Count": str(max([run.event_seq, *seqs]))}
+        if page.next_key is not None:
+            headers["Link"] = next_link(request, after=str(page.next_key[0]))
+        return Response([serialize_event(e) for e in page.items], headers=headers)
 
 
 class TaskListApi(APIView):
-    @extend_schema(parameters=window_parameters(MAX_LIMIT), responses=TaskOutput(many=True))
+    @extend_schema(
+        parameters=[*cursor_parameters(MAX_LIMIT), TOTAL_COUNT_HEADER],
+        responses=TaskOutput(many=True),
+    )
     def get(self, request: Request) -> Response:
         """The caller's open human tasks (those of their reviewer groups), oldest first."""
-        tasks = window(selectors.tasks_for_reviewer(request.user), request, default_limit=MAX_LIMIT)
-        return Response(TaskOutput(tasks, many=True).data)
+        tasks = selectors.tasks_for_reviewer(request.user)
+        page = cursor_page(tasks, request, default_limit=MAX_LIMIT, count=True)
+        return Response(TaskOutput(page.items, many=True).data, headers=page.headers)
 
 
 class TaskDecideApi(APIView):

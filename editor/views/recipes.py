@@ -8,6 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from workflows.apis.pagination import CursorInvalid, PageOfList, keyset_window, query_with
 from workflows.selectors import recipes_listed
 from workflows.services import RecipeConflict, recipe_import
 from workflows.validators import RecipeRejected
@@ -15,12 +16,22 @@ from workflows.validators import RecipeRejected
 from ..forms.recipe import ImportForm, NewRecipeForm
 from ..services import recipe_create
 
+RECIPES_PER_PAGE = 50
+
 
 @login_required
 def recipe_list(request: HttpRequest) -> HttpResponse:
+    """List the recipes the user may see, by name, a page at a time, matching the search."""
     query = request.GET.get("q", "").strip()
     recipes = recipes_listed(request.user, query=query).select_related("owner")
-    return render(request, "editor/recipe_list.html", {"recipes": recipes, "query": query})
+    cursor_error = ""
+    try:
+        page = keyset_window(recipes, request.GET, per_page=RECIPES_PER_PAGE)
+    except CursorInvalid:
+        cursor_error = "This link does not name a place in the list of recipes."
+        page = PageOfList([], None, query_with(request.GET, cursor=None, page=None))
+    context = {"page": page, "query": query, "cursor_error": cursor_error}
+    return render(request, "editor/recipe_list.html", context, status=400 if cursor_error else 200)
 
 
 @login_required

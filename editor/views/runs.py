@@ -10,7 +10,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -20,10 +20,11 @@ from django_htmx.middleware import HtmxDetails
 from runner import tracing
 from runner.inputs import InputsInvalid
 from runner.models import Run, RunEvent, StepRun
-from runner.selectors import run_get, run_steps, runs_visible_to
+from runner.selectors import run_get, run_steps, runs_of_recipe, runs_visible_to
 from runner.services import RunFinished, RunNotStartable, run_cancel, run_start
 from runner.status import TERMINAL, RunStatus
 from workflows import engine
+from workflows.apis.pagination import CursorInvalid, PageOfList, keyset_window, query_with
 from workflows.selectors import recipe_get, recipes_visible_to
 
 from ..catalog import catalog
@@ -77,12 +78,19 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
     recipe_slug = request.GET.get("recipe", "")
     status = request.GET.get("status", "")
     if recipe_slug:
-        runs = runs.filter(recipe__slug=recipe_slug)
+        runs = runs_of_recipe(runs, recipe_slug)
     if status in RunStatus.values:
         runs = runs.filter(status=status)
-    page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    cursor_error = ""
+    try:
+        page = keyset_window(runs, request.GET, per_page=RUNS_PER_PAGE)
+    except CursorInvalid:
+        cursor_error = "This link does not name a place in the list of runs."
+        page = PageOfList([], None, query_with(request.GET, cursor=None, page=None))
     context = {
         "page": page,
+        "count": _run_count(runs, page),
+        "cursor_error": cursor_error,
         "recipes": recipes_visible_to(request.user),
         "statuses": RunStatus.choices,
         "status_labels": dict(RunStatus.choices),
@@ -93,7 +101,12 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
     template = "runs/run_list.html"
     if request.htmx:
         template += "#runs-table"
-    return render(request, template, context)
+    return render(request, template, context, status=400 if cursor_error else 200)
+
+
+def _run_count(runs: QuerySet[Run], page: PageOfList) -> int:
+    """Return how many runs the list holds: counted only when it has more than one page."""
+    return runs.count() if page.has_other_pages else len(page.items)
 
 
 @login_required

@@ -19,7 +19,7 @@ from ..adapters import document_from_recipe
 from ..models import Actor, Recipe
 from ..recipe_format import json_schema
 from ..validators import WHOLE_NUMBER, RecipeRejected, whole_number
-from .pagination import MAX_LIMIT, window, window_parameters
+from .pagination import MAX_LIMIT, TOTAL_COUNT_HEADER, cursor_page, cursor_parameters
 from .parsers import JSONParser, MultiPartParser
 from .schema import JSON, RECIPE_DOCUMENT, WHOLE_NUMBER_MAX, errors
 from .serializers import (
@@ -111,15 +111,18 @@ class RecipeListApi(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("q", str, description="search in name, slug, description"),
-            *window_parameters(MAX_LIMIT),
+            *cursor_parameters(MAX_LIMIT),
+            TOTAL_COUNT_HEADER,
         ],
         responses=RecipeSummarySerializer(many=True),
     )
     def get(self, request: Request) -> Response:
+        """The recipes the caller may see, by name."""
         query = request.query_params.get("q", "").strip()
         recipes = selectors.recipes_listed(request.user, query=query)
-        page = window(recipes, request, default_limit=MAX_LIMIT)
-        return Response(RecipeSummarySerializer(page, many=True).data)
+        # Counted: a user sees few recipes, and the search reads them all anyway.
+        page = cursor_page(recipes, request, default_limit=MAX_LIMIT, count=True)
+        return Response(RecipeSummarySerializer(page.items, many=True).data, headers=page.headers)
 
     @extend_schema(request={JSON: RECIPE_DOCUMENT}, responses={201: ImportOutput, **errors(409)})
     def post(self, request: Request) -> Response:
