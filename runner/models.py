@@ -64,9 +64,18 @@ class Run(models.Model):
         ordering = ["-created_at", "-id"]
         # No index holds a column that every step changes (lease, state, counters), so that a
         # step's UPDATE of the run can stay on its page without touching any index (HOT).
+        # The lists read runs newest first (the API, the runs page): all those a user may see,
+        # by status, by recipe (visibility is by recipe too). Each index ends with the order,
+        # so that a page, and the page after a cursor (created_at, id), reads its rows only.
+        # The status index also counts runs by status and finds the runnable ones.
         indexes = [
-            models.Index(fields=["status"]),
-            models.Index(fields=["recipe", "status"]),
+            models.Index(fields=["-created_at", "-id"], name="runner_run_newest_idx"),
+            models.Index(
+                fields=["status", "-created_at", "-id"], name="runner_run_status_newest_idx"
+            ),
+            models.Index(
+                fields=["recipe", "-created_at", "-id"], name="runner_run_recipe_newest_idx"
+            ),
             models.Index(fields=["created_by", "-created_at"]),
         ]
 
@@ -256,7 +265,19 @@ class HumanTask(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes = [
-            models.Index(fields=["status", "group"]),
+            # The reviewers' open tasks, oldest first (the inbox, /api/tasks/, /ws/reviews/):
+            # open tasks only, a few among all those decided. By group, for one group's page
+            # and the counts (and /metrics); in order, for a page of several busy groups'.
+            models.Index(
+                fields=["group", "created_at", "id"],
+                condition=models.Q(status=TaskStatus.OPEN),
+                name="runner_task_open_by_group_idx",
+            ),
+            models.Index(
+                fields=["created_at", "id"],
+                condition=models.Q(status=TaskStatus.OPEN),
+                name="runner_task_open_oldest_idx",
+            ),
             models.Index(fields=["status", "due_at"]),
         ]
 
