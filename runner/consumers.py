@@ -13,8 +13,12 @@ Messages sent to the browser, as JSON:
     {"type": "tool_call", "data": STEP_TOOL_CALL}  a call a running step made to a tool (not
         stored): the payload of `step.tool_call` in `runner.event_schema`.
 `/ws/reviews/`
-    {"type": "tasks", "tasks": [TASK, ...]}  the open tasks of the user's groups, on connect;
-    {"type": "task", "kind": "created" | "closed", "task": TASK}  then every change.
+    {"type": "tasks", "count": N, "tasks": [TASK, ...]}  on connect, and again when the catch-up
+        finds the client out of date: how many tasks the user's groups have open, and the first
+        REVIEWS_FIRST_PAGE of them in the inbox's order (oldest first; the page loads more
+        over HTTP);
+    {"type": "task", "kind": "created" | "closed", "task": TASK, "count": N}  then every change,
+        with the open count read after it (so the count is exact, however many tasks are open).
 `/ws/runs/` (send {"watch": [RUN_ID, ...]} to follow runs besides one's own)
     {"type": "status", "run": ID, "status": "...", "outcome": "..."}
 
@@ -36,6 +40,7 @@ import json
 import logging
 import weakref
 from collections import defaultdict
+from collections.abc import Iterable
 from contextlib import suppress
 from typing import Any
 from urllib.parse import parse_qs
@@ -43,6 +48,7 @@ from urllib.parse import parse_qs
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.db.models import Count, Sum
 
 from workflows.validators import whole_number
 
@@ -69,6 +75,10 @@ MAX_FRAME_CHARS = 4096
 CATCH_UP_INTERVAL_S = 2.0
 
 REPLAY_BATCH = 500
+# The tasks an inbox's first message carries: what the inbox page shows before "Load more".
+REVIEWS_FIRST_PAGE = 25
+# Catch-up rounds an inbox is found behind, running, before it is sent its snapshot again.
+INBOX_ROUNDS_BEHIND = 2
 MAX_WATCHED_RUNS = 200
 
 
@@ -95,7 +105,8 @@ class _CatchUp:
     Pushes go through Redis and are lost while it is unreachable; the database is not. Each
     round makes one query per kind of socket, however many are open: a run monitor behind its
     run's event log is sent what it missed, a run list is sent the statuses of watched runs that
-    changed, an inbox whose open tasks differ from its groups' is sent them anew.
+    changed, an inbox whose groups' open tasks are not what it was told is sent its snapshot
+    anew (found by comparing fingerprints, not by reading the tasks; see ReviewsConsumer).
     """
 
     def __init__(self) -> None:
@@ -152,10 +163,15 @@ class _CatchUp:
         groups = {group_id for consumer in self.inboxes for group_id in consumer.group_ids}
         if not groups:
             return
-        open_tasks = await _open_task_groups(sorted(groups))
+        fingerprints = await _open_task_fingerprints(sorted(groups))
         for consumer in list(self.inboxes):
-            expected = {pk for pk, group_id in open_tasks if group_id in consumer.group_ids}
-            if expected != consumer.open_ids:
+            if consumer.told == _union(fingerprints, consumer.group_ids):
+                consumer.rounds_behind = 0
+                continue
+            # Behind in one round may be a push on its way (sent after the commit this round
+            # read); behind in two running, a push was lost.
+            consumer.rounds_behind += 1
+            if consumer.rounds_behind >= INBOX_ROUNDS_BEHIND:
                 await _each(consumer.send_snapshot())
 
 
@@ -178,10 +194,80 @@ def _run_statuses(run_ids: list[int]) -> dict[int, tuple[str, str]]:
     return {pk: (status, outcome) for pk, status, outcome in rows}
 
 
-@database_sync_to_async
-def _open_task_groups(group_ids: list[int]) -> list[tuple[int, int]]:
-    tasks = HumanTask.objects.filter(status=TaskStatus.OPEN, group_id__in=group_ids)
-    return list(tasks.values_list("pk", "group_id"))
+# Open tasks in brief: how many, and the sum of their ids. One aggregate reads it however many
+# tasks are open; a task that opens or closes changes it (a set of opened tasks whose ids add up
+# to those of as many closed ones, between two catch-up rounds, would not); and a change that is
+# heard updates it without a query: a task opened adds one and its id, one closed takes them off.
+Fingerprint = tuple[int, int]
+
+
+def _read_fingerprints(group_ids: list[int]) -> dict[int, Fingerprint]:
+    """Return the fingerprint of each of these groups that has open tasks."""
+    rows = (
+        HumanTask.objects.filter(status=TaskStatus.OPEN, group_id__in=group_ids)
+        .order_by()  # not the model's ordering: it would join the GROUP BY
+        .values("group_id")
+        .annotate(count=Count("pk"), ids=Sum("pk"))
+        .values_list("group_id", "count", "ids")
+    )
+    # PostgreSQL sums bigints as numeric (a Decimal here).
+    return {group_id: (count, int(ids)) for group_id, count, ids in rows}
+
+
+_open_task_fingerprints = database_sync_to_async(_read_fingerprints)
+
+
+def _union(fingerprints: dict[int, Fingerprint], group_ids: set[int]) -> Fingerprint:
+    """Return the fingerprint of the open tasks of all these groups (a task has one group)."""
+    mine = [fingerprints[g] for g in group_ids if g in fingerprints]
+    return (sum(count for count, _ in mine), sum(ids for _, ids in mine))
+
+
+class _SharedReads:
+    """The fingerprint reads of one server loop, shared by the inboxes that ask at one moment.
+
+    A task change reaches every inbox of its group at once, and each wants the open count after
+    it: one query answers them all, instead of one each, queued in the one thread that runs all
+    consumers' database work. An inbox only joins a query that has not started yet: it heard of
+    the change after its commit (pushes follow commits), so a query that starts later sees it.
+    """
+
+    def __init__(self) -> None:
+        self.wanted: set[int] = set()
+        self.result: asyncio.Future[dict[int, Fingerprint]] | None = None
+        self.query: asyncio.Task[None] | None = None  # held: the loop keeps weak references
+
+    async def read(self, group_ids: Iterable[int]) -> dict[int, Fingerprint]:
+        if self.result is None:
+            self.result = asyncio.get_running_loop().create_future()
+            # Retrieved, so that a failure all its readers left before is not logged as lost.
+            self.result.add_done_callback(lambda f: f.cancelled() or f.exception())
+            self.query = asyncio.create_task(self._query(self.result))
+        self.wanted.update(group_ids)
+        # Shielded: a reader that leaves (its client went) does not cancel the others' answer.
+        return await asyncio.shield(self.result)
+
+    async def _query(self, result: asyncio.Future[dict[int, Fingerprint]]) -> None:
+        await asyncio.sleep(0)  # the other inboxes that heard of the same change join meanwhile
+        wanted, self.wanted, self.result = self.wanted, set(), None
+        try:
+            result.set_result(await _open_task_fingerprints(sorted(wanted)))
+        except Exception as exc:
+            result.set_exception(exc)
+
+
+_shared_reads: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _SharedReads] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def _fingerprints_now(group_ids: Iterable[int]) -> dict[int, Fingerprint]:
+    """Read these groups' fingerprints, sharing the query with the loop's other inboxes."""
+    loop = asyncio.get_running_loop()
+    reads = _shared_reads.get(loop)
+    if reads is None:
+        reads = _shared_reads[loop] = _SharedReads()
+    return await reads.read(group_ids)
 
 
 _catch_ups: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _CatchUp] = (
@@ -412,7 +498,8 @@ class RunEventsConsumer(_Consumer):
 
 
 class ReviewsConsumer(_Consumer):
-    """Send the open tasks of the user's reviewer groups, then every task created or closed."""
+    """Send the open count and the first open tasks of the user's reviewer groups, then every
+    task created or closed, each with the open count after it."""
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -421,39 +508,55 @@ class ReviewsConsumer(_Consumer):
             return
         publisher.use_loop(asyncio.get_running_loop())
         self.group_ids = set(await self._group_ids(user))
-        self.open_ids: set[int] = set()
+        # The fingerprint of the open tasks the client was told of (by the snapshot, then by each
+        # change), for the catch-up to compare with the database's.
+        self.told: Fingerprint = (0, 0)
+        self.rounds_behind = 0
+        # Each message is read and sent under the lock: the client gets them in the order they
+        # were read, and `told` matches what it was sent.
+        self.send_lock = asyncio.Lock()
         for group_id in sorted(self.group_ids):
             group = events.reviews_group(group_id)
             self.groups.append(group)
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
-        # Joined first, then the snapshot: a change in between arrives after it, and applying a
-        # change twice (created twice, closed twice) is harmless.
+        # Joined first, then the snapshot: a change in between arrives after it. Applying it
+        # twice leaves the cards and the count (read anew) right; `told` is off until the
+        # catch-up sends the snapshot again.
         await self.send_snapshot()
         _catch_up().inboxes.add(self)
 
     async def send_snapshot(self) -> None:
-        """Send the open tasks of the user's groups; the page replaces what it shows."""
-        tasks = await self._open_tasks(self.scope["user"])
-        self.open_ids = {task["id"] for task in tasks}
-        await self.send_json({"type": "tasks", "tasks": tasks})
+        """Send the open count and the first page of the user's open tasks; the page reconciles
+        what it shows with them."""
+        async with self.send_lock:
+            self.told, tasks = await self._snapshot(self.scope["user"])
+            self.rounds_behind = 0
+            await self.send_json({"type": "tasks", "count": self.told[0], "tasks": tasks})
 
     async def task_changed(self, message: dict[str, Any]) -> None:
-        """Handle `task.changed` from a reviewers' group."""
+        """Handle `task.changed` from a reviewers' group: pass it on with the count after it."""
         task = message["task"]
-        if message["kind"] == "created" and task.get("status") == TaskStatus.OPEN:
-            self.open_ids.add(task["id"])
-        elif message["kind"] == "closed":
-            self.open_ids.discard(task["id"])
-        await self.send_json({"type": "task", "kind": message["kind"], "task": task})
+        async with self.send_lock:
+            count, _ = _union(await _fingerprints_now(self.group_ids), self.group_ids)
+            told_count, told_ids = self.told
+            if message["kind"] == "created" and task.get("status") == TaskStatus.OPEN:
+                self.told = (told_count + 1, told_ids + task["id"])
+            elif message["kind"] == "closed":
+                self.told = (told_count - 1, told_ids - task["id"])
+            await self.send_json(
+                {"type": "task", "kind": message["kind"], "task": task, "count": count}
+            )
 
     @database_sync_to_async
     def _group_ids(self, user: Any) -> list[int]:
         return list(user.groups.values_list("pk", flat=True))
 
     @database_sync_to_async
-    def _open_tasks(self, user: Any) -> list[dict[str, Any]]:
-        return [task_payload(task) for task in tasks_for_reviewer(user)]
+    def _snapshot(self, user: Any) -> tuple[Fingerprint, list[dict[str, Any]]]:
+        told = _union(_read_fingerprints(sorted(self.group_ids)), self.group_ids)
+        tasks = tasks_for_reviewer(user)[:REVIEWS_FIRST_PAGE]
+        return told, [task_payload(task) for task in tasks]
 
 
 class RunListConsumer(_Consumer):

@@ -1,11 +1,15 @@
 """The reviewers' inbox: the open tasks of the user's groups, decided with htmx POSTs.
 
-The page's script (static/monitor/reviews.js) follows /ws/reviews/: it fetches the card of a
-task that appears and removes the card of a task someone else decided.
+The page shows the open count and the oldest tasks, a page at a time ("Load more" reads the next
+page after a keyset cursor, so tasks opening meanwhile move none across a page's edge). Its
+script (static/monitor/reviews.js) follows /ws/reviews/: it keeps the count live, fetches the
+card of a task that appears within what the page shows, and removes the card of a task someone
+else decided.
 """
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 from django import forms
@@ -18,10 +22,12 @@ from django.views.decorators.http import require_GET, require_POST
 from runner.human import BadDecision, NotInGroup, TaskClosed, task_decide
 from runner.models import HumanTask
 from runner.selectors import tasks_for_reviewer
+from workflows.apis.pagination import CursorInvalid, Keyset, PageOfList, keyset_window, query_with
 
 from .runs import HtmxHttpRequest
 
 INBOX = "inbox/inbox.html"
+PAGE_SIZE = 25
 
 
 class DecisionForm(forms.Form):
@@ -38,9 +44,27 @@ class DecisionForm(forms.Form):
 @login_required
 @require_GET
 def inbox(request: HtmxHttpRequest) -> HttpResponse:
-    """List the open tasks of the user's reviewer groups, oldest first."""
-    tasks = list(tasks_for_reviewer(request.user))
-    return render(request, INBOX, {"tasks": tasks})
+    """List the open tasks of the user's reviewer groups, oldest first, a page at a time; with
+    htmx, only the page's cards (the script's "Load more")."""
+    tasks = tasks_for_reviewer(request.user)
+    cursor_error = ""
+    try:
+        page = keyset_window(tasks, request.GET, per_page=PAGE_SIZE)
+    except CursorInvalid:
+        cursor_error = "cursor: this link does not name a place in your inbox."
+        page = PageOfList([], None, query_with(request.GET, cursor=None))
+    status = 400 if cursor_error else 200
+    context = {
+        "tasks": _with_positions(request.user, page.items),
+        "page": page,
+        "cursor_error": cursor_error,
+        "page_size": PAGE_SIZE,
+    }
+    if request.htmx:
+        return render(request, f"{INBOX}#task-page", context, status=status)
+    # The navigation's count too (editor/templatetags/reviews.py): one count query, not two.
+    context["count"] = context["open_task_count"] = tasks.count()
+    return render(request, INBOX, context, status=status)
 
 
 @login_required
@@ -86,6 +110,17 @@ def task_decide_view(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
     return redirect("inbox")
 
 
+def _with_positions(user: Any, tasks: list[HumanTask]) -> list[HumanTask]:
+    """Give each task its place in the inbox's order, for the page's script: `cursor` to load
+    the tasks after it, `order` (text that sorts as the tasks do) to put a card where it goes."""
+    keyset = Keyset(tasks_for_reviewer(user))  # its order only: no query
+    for task in tasks:
+        task.cursor = keyset.cursor(keyset.key(task))  # type: ignore[attr-defined]
+        moment = task.created_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
+        task.order = f"{moment} {task.pk:020d}"  # type: ignore[attr-defined]
+    return tasks
+
+
 def _task(task_id: int) -> HumanTask:
     task = (
         HumanTask.objects.select_related("group", "decided_by", "run__recipe")
@@ -114,7 +149,7 @@ def _card(
     status: int = 200,
 ) -> HttpResponse:
     context = {
-        "task": task,
+        "task": _with_positions(request.user, [task])[0],
         "form": form,
         "notice": notice,
         # A user outside the group sees the notice only, never the material.

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
+from editor.views.inbox import PAGE_SIZE
 from runner.models import HumanTask, Run
 from runner.status import RunStatus, TaskStatus
 from tests.editor.test_runs_pages import client_for, start
 from tests.factories import GroupFactory, UserFactory
+from tests.runner.open_tasks import park_runs
 from workflows.models import Recipe
 from workflows.services import recipe_publish
 
@@ -171,3 +177,117 @@ def test_a_cancelled_runs_task_says_it_is_closed(
     assert response.status_code == 409
     assert "This task is cancelled already." in response.content.decode()
     assert "it can no longer be decided" in response.content.decode()
+
+
+# --- many open tasks: a page at a time ---------------------------------------------------------
+
+MORE_THAN_A_PAGE = PAGE_SIZE + 5
+
+
+@pytest.fixture
+def parked(published: Recipe, author: Any, reviewers: Group) -> list[HumanTask]:
+    return park_runs(published, author, reviewers, MORE_THAN_A_PAGE)
+
+
+def card_ids(html: str) -> list[int]:
+    return [int(i) for i in re.findall(r'<article class="task-card card" id="task-(\d+)"', html)]
+
+
+def more_link(html: str) -> str:
+    """Return the query of the page's "Load more" link ("" when it is hidden: no next page)."""
+    found = re.search(
+        r'<p id="inbox-more-row" class="more"( hidden)?><a id="inbox-more" class="button" '
+        r'href="\?([^"]*)" rel="next">',
+        html,
+    )
+    assert found is not None
+    return "" if found[1] else found[2].replace("&amp;", "&")
+
+
+def test_the_inbox_shows_the_open_count_and_the_oldest_page(
+    rita: Client, parked: list[HumanTask]
+) -> None:
+    html = rita.get("/inbox/").content.decode()
+
+    assert card_ids(html) == [task.pk for task in parked[:PAGE_SIZE]]
+    assert f"<strong data-inbox-total>{MORE_THAN_A_PAGE}</strong> open tasks" in html
+    assert f"<title>({MORE_THAN_A_PAGE}) Inbox · Branchline</title>" in html
+    assert f'<span class="badge count" data-inbox-count>{MORE_THAN_A_PAGE}</span>' in html
+    assert more_link(html).startswith("cursor=")
+    assert 'data-from-oldest="true"' in html
+
+
+def test_load_more_answers_the_cards_after_a_cursor_and_nothing_else(
+    rita: Client, parked: list[HumanTask]
+) -> None:
+    first = rita.get("/inbox/").content.decode()
+    last_cursor = re.findall(r'data-cursor="([^"]+)"', first)[-1]
+
+    response = rita.get("/inbox/", {"cursor": last_cursor}, HTTP_HX_REQUEST="true")
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert html.lstrip().startswith('<article class="task-card card"')
+    assert card_ids(html) == [task.pk for task in parked[PAGE_SIZE:]]
+    assert "inbox-more" not in html and "<title>" not in html
+
+
+def test_the_next_links_walk_every_task_once_while_tasks_open_meanwhile(
+    rita: Client, parked: list[HumanTask], published: Recipe, author: Any, reviewers: Group
+) -> None:
+    seen: list[int] = []
+    query = ""
+    opened: list[HumanTask] = []
+    while True:
+        html = rita.get(f"/inbox/?{query}").content.decode()
+        seen += card_ids(html)
+        query = more_link(html)
+        if not query:
+            break
+        # A task opens between two pages: it is the newest, so it comes last, once.
+        opened += park_runs(published, author, reviewers, 1)
+
+    assert seen == [task.pk for task in parked + opened]
+
+
+def test_the_cards_say_their_place_in_the_order(rita: Client, parked: list[HumanTask]) -> None:
+    # An older task with a newer id comes first: the order is by creation, then id.
+    HumanTask.objects.filter(pk=parked[-1].pk).update(
+        created_at=parked[0].created_at - timedelta(seconds=1)
+    )
+
+    html = rita.get("/inbox/").content.decode()
+
+    orders = re.findall(r'data-order="([^"]+)"', html)
+    assert card_ids(html)[0] == parked[-1].pk
+    assert orders == sorted(orders) and len(set(orders)) == PAGE_SIZE
+
+
+@pytest.mark.parametrize("cursor", ["", "nonsense", "W10", "WyIyMDI2Il0", "x" * 5000, "é"])
+@pytest.mark.parametrize("htmx", [False, True])
+def test_a_cursor_the_inbox_did_not_give_is_refused_naming_it(
+    rita: Client, parked: list[HumanTask], cursor: str, htmx: bool
+) -> None:
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+
+    response = rita.get("/inbox/", {"cursor": cursor}, **headers)
+
+    assert response.status_code == 400
+    if not htmx:
+        assert "cursor: this link does not name a place in your inbox." in response.content.decode()
+
+
+def test_the_inbox_reads_as_many_queries_for_many_tasks_as_for_a_few(
+    rita: Client, published: Recipe, author: Any, reviewers: Group
+) -> None:
+    park_runs(published, author, reviewers, 3)
+    rita.get("/inbox/")  # the session and the like, read once
+    with CaptureQueriesContext(connection) as few:
+        rita.get("/inbox/")
+    park_runs(published, author, reviewers, 3 * PAGE_SIZE)
+
+    with CaptureQueriesContext(connection) as many:
+        response = rita.get("/inbox/")
+
+    assert len(card_ids(response.content.decode())) == PAGE_SIZE
+    assert len(many) == len(few)

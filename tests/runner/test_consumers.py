@@ -363,9 +363,12 @@ async def test_a_reviewer_gets_the_open_tasks_then_changes_for_their_groups_only
     await sync_to_async(change)(editors.pk, "closed")
     pushed = await communicator.receive_json_from(timeout=5)
 
+    assert snapshot["count"] == 1
     assert [t["id"] for t in snapshot["tasks"]] == [task.pk]
     assert snapshot["tasks"][0]["material"] == "A <b>story</b>"
-    assert pushed == {"type": "task", "kind": "closed", "task": {"id": task.pk, "group": "x"}}
+    # The count is read from the database (the task is still open there).
+    pushed_task = {"id": task.pk, "group": "x"}
+    assert pushed == {"type": "task", "kind": "closed", "task": pushed_task, "count": 1}
     assert await communicator.receive_nothing(timeout=0.2)
     await communicator.disconnect()
 
@@ -379,7 +382,11 @@ async def test_a_user_outside_the_group_gets_no_tasks(
     communicator, connected, _ = await connect("/ws/reviews/", owner)
 
     assert connected
-    assert await communicator.receive_json_from(timeout=5) == {"type": "tasks", "tasks": []}
+    assert await communicator.receive_json_from(timeout=5) == {
+        "type": "tasks",
+        "count": 0,
+        "tasks": [],
+    }
     await communicator.disconnect()
 
 
@@ -581,12 +588,16 @@ async def test_an_inbox_gets_its_open_tasks_again_when_a_push_was_lost(
     run = await sync_to_async(new_run)(story_recipe, owner)
     communicator, connected, _ = await connect("/ws/reviews/", reviewer)
     assert connected
-    assert await communicator.receive_json_from(timeout=5) == {"type": "tasks", "tasks": []}
+    assert await communicator.receive_json_from(timeout=5) == {
+        "type": "tasks",
+        "count": 0,
+        "tasks": [],
+    }
 
     task = await sync_to_async(open_task)(run, editors)  # its push never came
 
     again = await communicator.receive_json_from(timeout=5)
-    assert again["type"] == "tasks"
+    assert (again["type"], again["count"]) == ("tasks", 1)
     assert [t["id"] for t in again["tasks"]] == [task.pk]
     assert await communicator.receive_nothing(timeout=0.5)  # once caught up, nothing more
     await communicator.disconnect()
