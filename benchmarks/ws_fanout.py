@@ -5,16 +5,16 @@
 Needs PostgreSQL and Redis, as `benchmarks/ws_latency.py` (whose set-up this reuses: a scratch
 database, created and dropped; REDIS_URL, default redis://127.0.0.1:6379/0).
 
-One run of `--steps` scripted steps executes back to back in this process, committed as a
+After a warm-up run, one run of `--steps` scripted steps executes back to back in this process, committed as a
 worker commits them; each commit's events go through Redis to one daphne process, whose
 consumers send them to `--clients` websocket clients spread over `--processes` client
-processes (the `websockets` library, requirements-bench.txt). Every client stamps each event's
+processes (picows, requirements-bench.txt). Every client stamps each event's
 arrival; the delay is the arrival less the commit (perf_counter: the machine's monotonic clock,
 shared by its processes). Printed: p50, p95 and p99 over every client and every step commit,
 the frames the clients received, and daphne's CPU time per frame (its process' user + system
 time during the run, over the frames sent).
 
-Target: p95 under 10 ms with 100 clients.
+Target: p95 under 10 ms with 100 clients (with more, the figures are printed only).
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ from benchmarks.ws_latency import drop_database, scratch_database  # noqa: E402
 from tests.live_server import LiveServer  # noqa: E402
 
 TARGET_P95_MS = 10.0
+TARGET_CLIENTS = 100
+WARMUP_RUNS = 1
 REPLY = "The keeper lit the lamp, and the ships came home safely through the storm that night."
 
 
@@ -49,40 +51,60 @@ def client_main(port: int, cookie: str, count: int) -> None:
 
     Prints "ready" once every socket has caught up with the run, then one JSON line: a list,
     per socket, of [{seq: arrival}, frames received].
-    """
-    from websockets.asyncio.client import connect
 
-    async def follow(run_id: int, ready: asyncio.Event, caught_up: list[int]) -> list[Any]:
-        async with connect(
-            f"ws://127.0.0.1:{port}/ws/runs/{run_id}/",
-            origin=f"http://127.0.0.1:{port}",  # type: ignore[arg-type]
-            additional_headers={"Cookie": cookie},
-            max_queue=None,
-        ) as websocket:
-            while json.loads(await websocket.recv())["type"] != "replayed":
-                pass
-            caught_up.append(1)
-            if len(caught_up) == count:
-                ready.set()
-            # Stamped as they come, read once the run is over: a client that parsed each frame
-            # on arrival would fall behind on this small machine, and its stamps with it.
-            received: list[tuple[float, str | bytes]] = []
-            async for frame in websocket:
-                received.append((time.perf_counter(), frame))
-                if '"run.finished"' in str(frame):
-                    break
-        arrivals: dict[int, float] = {}
-        for arrived, frame in received:
-            for event in json.loads(frame).get("events", []):
-                arrivals.setdefault(event["seq"], arrived)
-        return [arrivals, len(received)]
+    The clients stand in for browsers, which would be on other machines: here they share the
+    server's two cores, so they are picows's (a websocket client in C: a frame costs a callback,
+    not a task switch), and each frame is only stamped and kept until the run is over.
+    """
+    from picows import WSFrame, WSListener, WSMsgType, WSTransport, ws_connect
+
+    class Socket(WSListener):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.replayed = asyncio.get_running_loop().create_future()
+            self.finished = asyncio.get_running_loop().create_future()
+            self.received: list[tuple[float, str]] = []
+
+        def on_ws_frame(self, transport: WSTransport, frame: WSFrame) -> None:
+            arrived = time.perf_counter()
+            if frame.msg_type != WSMsgType.TEXT:
+                if frame.msg_type == WSMsgType.CLOSE and not self.finished.done():
+                    self.finished.set_exception(RuntimeError("the server closed the socket"))
+                return
+            text = frame.get_payload_as_utf8_text()
+            if not self.replayed.done():
+                if '"replayed"' in text:
+                    self.replayed.set_result(None)
+                return
+            self.received.append((arrived, text))
+            if '"run.finished"' in text and not self.finished.done():
+                self.finished.set_result(None)
+
+        def arrivals(self) -> list[Any]:
+            stamps: dict[int, float] = {}
+            for arrived, text in self.received:
+                for event in json.loads(text).get("events", []):
+                    stamps.setdefault(event["seq"], arrived)
+            return [stamps, len(self.received)]
+
+    async def open_socket(run_id: int, gate: asyncio.Semaphore) -> tuple[WSTransport, Socket]:
+        async with gate:  # a few handshakes at a time, as browsers opening a page would
+            transport, socket = await ws_connect(
+                Socket,
+                f"ws://127.0.0.1:{port}/ws/runs/{run_id}/",
+                extra_headers={"Cookie": cookie, "Origin": f"http://127.0.0.1:{port}"},
+                websocket_handshake_timeout=60,
+            )
+            await asyncio.wait_for(socket.replayed, 60)
+        return transport, socket
 
     async def follow_all(run_id: int) -> list[list[Any]]:
-        ready, caught_up = asyncio.Event(), []
-        tasks = [asyncio.create_task(follow(run_id, ready, caught_up)) for _ in range(count)]
-        await ready.wait()
+        gate = asyncio.Semaphore(50)
+        sockets = await asyncio.gather(*(open_socket(run_id, gate) for _ in range(count)))
         print("ready", flush=True)
-        return await asyncio.gather(*tasks)
+        await asyncio.gather(*(socket.finished for _, socket in sockets))
+        for transport, _ in sockets:
+            transport.disconnect()
+        return [socket.arrivals() for _, socket in sockets]
 
     for line in sys.stdin:
         print(json.dumps(asyncio.run(follow_all(int(line)))), flush=True)
@@ -169,17 +191,19 @@ def measure(server: LiveServer, clients: int, processes: int, steps: int) -> dic
 
     events.push_on_commit = stamped_push  # type: ignore[assignment]
     try:
-        run = services.run_start(user=user, recipe=recipe, inputs={"topic": "storms"})
-        for process in pool:
-            process.follow(run.pk)
-        for process in pool:
-            process.wait_ready()
-        commits.clear()  # the run.queued commit happened before the clients joined
-        assert server.process is not None
-        cpu_before = cpu_seconds(server.process.pid)
-        advance.advance(run.pk, time_slice=3600)
-        sockets = [socket for process in pool for socket in process.arrivals()]
-        cpu = cpu_seconds(server.process.pid) - cpu_before
+        # The first run warms both sides up (imports, caches, compiled queries); the last counts.
+        for _ in range(WARMUP_RUNS + 1):
+            run = services.run_start(user=user, recipe=recipe, inputs={"topic": "storms"})
+            for process in pool:
+                process.follow(run.pk)
+            for process in pool:
+                process.wait_ready()
+            commits.clear()  # the run.queued commit happened before the clients joined
+            assert server.process is not None
+            cpu_before = cpu_seconds(server.process.pid)
+            advance.advance(run.pk, time_slice=3600)
+            sockets = [socket for process in pool for socket in process.arrivals()]
+            cpu = cpu_seconds(server.process.pid) - cpu_before
     finally:
         for process in pool:
             process.close()
@@ -216,6 +240,9 @@ def report(result: dict[str, Any], steps: int) -> bool:
         "while a round of frames goes out leave together)"
     )
     print(f"  daphne CPU per frame sent: {result['cpu_s'] / frames * 1e6:.0f} us")
+    if result["sockets"] > TARGET_CLIENTS:
+        print(f"(the target, p95 < {TARGET_P95_MS:g} ms, is for {TARGET_CLIENTS} clients)")
+        return True
     passed = cuts[94] < TARGET_P95_MS
     print(f"{'PASS' if passed else 'FAIL'}: p95 {cuts[94]:.2f} ms (target < {TARGET_P95_MS:g} ms)")
     return passed

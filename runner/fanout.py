@@ -39,6 +39,10 @@ class RunEventsConsumer(Protocol):
 log = logging.getLogger(__name__)
 
 ROUND_GAP_S = 0.0005
+# Sockets sent to before the loop gets a turn: daphne's transport writes a frame to its socket
+# only on the loop's next turn, so without one the first socket of a round would wait for the
+# last to be framed.
+WRITE_EVERY = 16
 
 # The fan-outs of each server loop's runs (the in-memory layer and the tests run several loops).
 _fanouts: dict[tuple[asyncio.AbstractEventLoop, int], Fanout] = {}
@@ -158,7 +162,7 @@ class Fanout:
         contiguous = last - first + 1 == len(fresh)
         frame: dict[str, str] | None = None
         message = {"type": "run.events", "run": self.run_id, "events": fresh}
-        for consumer in list(self.consumers):
+        for count, consumer in enumerate(list(self.consumers), 1):
             if contiguous and consumer.takes_frame(first - 1):
                 if frame is None:
                     frame = _frame({"type": "events", "events": fresh})
@@ -166,6 +170,8 @@ class Fanout:
                 await _send(consumer, frame)
             else:
                 await consumer.forward(message)
+            if count % WRITE_EVERY == 0:
+                await asyncio.sleep(0)
 
     async def _send_live(self, message: dict[str, Any]) -> None:
         """A token or tool call: not stored, not numbered; to every socket in step."""
