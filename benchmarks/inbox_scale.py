@@ -28,20 +28,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import http.client
-import os
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.live_server import LiveServer  # noqa: E402
+from benchmarks.live_app import scratch_django, served  # noqa: E402
 
 TARGET_P50_MS = 100.0
 TARGET_BYTES = 200 * 1024
@@ -60,23 +57,6 @@ def material(chars: int) -> str:
 
 
 # --- set-up ---------------------------------------------------------------------------------
-
-
-def scratch_database(admin_url: str) -> str:
-    """(Re)create the scratch database and return its URL."""
-    import psycopg
-
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {DATABASE}")
-    return urlunsplit(urlsplit(admin_url)._replace(path=f"/{DATABASE}"))
-
-
-def drop_database(admin_url: str) -> None:
-    import psycopg
-
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
 
 
 def park_tasks(count: int, material_chars: int) -> tuple[str, int]:
@@ -217,32 +197,10 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    admin_url = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-    os.environ["DATABASE_URL"] = scratch_database(admin_url)
-    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
-    os.environ.setdefault("SECRET_KEY", "benchmark-only-not-secret")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    os.environ["EMBEDDED_WORKER"] = "0"
-    os.environ["LOG_LEVEL"] = "WARNING"
-    server = None
-    try:
-        import django
-
-        django.setup()
-        from django.core.management import call_command
-
-        call_command("migrate", verbosity=0)
+    with scratch_django(DATABASE):
         cookie, group_id = park_tasks(args.tasks, args.material)
-        server = LiveServer(os.environ, log=Path(tempfile.mkdtemp()) / "daphne.log", verbosity=0)
-        server.start().wait_ready()
-        results = measure(server.port, cookie, group_id, args.requests)
-    finally:
-        if server is not None:
-            server.stop()
-        from django.db import connections
-
-        connections.close_all()
-        drop_database(admin_url)
+        with served() as server:
+            results = measure(server.port, cookie, group_id, args.requests)
     print(
         f"{args.tasks} open tasks of one reviewer group ({args.material} characters of material "
         f"each), {args.requests} requests of each kind"

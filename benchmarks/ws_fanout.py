@@ -2,8 +2,8 @@
 
     .venv/bin/python benchmarks/ws_fanout.py [--clients 100] [--processes 4] [--steps 50]
 
-Needs PostgreSQL and Redis, as `benchmarks/ws_latency.py` (whose set-up this reuses: a scratch
-database, created and dropped; REDIS_URL, default redis://127.0.0.1:6379/0).
+Needs PostgreSQL and Redis (`benchmarks/live_app.py`: a scratch database `branchline_bench_fanout`,
+created and dropped; REDIS_URL, default redis://127.0.0.1:6379/0).
 
 After a warm-up run, one run of `--steps` scripted steps executes back to back in this process, committed as a
 worker commits them; each commit's events go through Redis to one daphne process, whose
@@ -26,7 +26,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -34,9 +33,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.ws_latency import drop_database, scratch_database  # noqa: E402
+from benchmarks.live_app import scratch_django, served  # noqa: E402
 from tests.live_server import LiveServer  # noqa: E402
 
+DATABASE = "branchline_bench_fanout"
 TARGET_P95_MS = 10.0
 TARGET_CLIENTS = 100
 WARMUP_RUNS = 1
@@ -259,31 +259,8 @@ def main() -> None:
         client_main(int(args.client[0]), args.client[1], int(args.client[2]))
         return
 
-    admin_url = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-    os.environ["DATABASE_URL"] = scratch_database(admin_url)
-    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
-    os.environ.setdefault("SECRET_KEY", "benchmark-only-not-secret")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    os.environ["EMBEDDED_WORKER"] = "0"
-    os.environ["LOG_LEVEL"] = "WARNING"
-    server = None
-    try:
-        import django
-
-        django.setup()
-        from django.core.management import call_command
-
-        call_command("migrate", verbosity=0)
-        server = LiveServer(os.environ, log=Path(tempfile.mkdtemp()) / "daphne.log", verbosity=0)
-        server.start().wait_ready()
+    with scratch_django(DATABASE), served() as server:
         result = measure(server, args.clients, args.processes, args.steps)
-    finally:
-        if server is not None:
-            server.stop()
-        from django.db import connections
-
-        connections.close_all()
-        drop_database(admin_url)
     sys.exit(0 if report(result, args.steps) else 1)
 
 

@@ -24,20 +24,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.live_server import LiveServer  # noqa: E402
+from benchmarks.live_app import scratch_django, served  # noqa: E402
 
 TARGET_P95_MS = 10.0
 DATABASE = "branchline_bench_ws"
@@ -63,26 +60,6 @@ def recipe_document() -> dict[str, Any]:
         steps=STEPS,
         branches=[broken],
     )
-
-
-# --- set-up ---------------------------------------------------------------------------------
-
-
-def scratch_database(admin_url: str) -> str:
-    """(Re)create the scratch database and return its URL."""
-    import psycopg
-
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {DATABASE}")
-    return urlunsplit(urlsplit(admin_url)._replace(path=f"/{DATABASE}"))
-
-
-def drop_database(admin_url: str) -> None:
-    import psycopg
-
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
 
 
 # --- the websocket client (its own process, like a browser) -----------------------------------
@@ -223,31 +200,8 @@ def main() -> None:
         client_main(int(args.client[0]), args.client[1])
         return
 
-    admin_url = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-    os.environ["DATABASE_URL"] = scratch_database(admin_url)
-    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
-    os.environ.setdefault("SECRET_KEY", "benchmark-only-not-secret")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    os.environ["EMBEDDED_WORKER"] = "0"
-    os.environ["LOG_LEVEL"] = "WARNING"
-    server = None
-    try:
-        import django
-
-        django.setup()
-        from django.core.management import call_command
-
-        call_command("migrate", verbosity=0)
-        server = LiveServer(os.environ, log=Path(tempfile.mkdtemp()) / "daphne.log", verbosity=0)
-        server.start().wait_ready()
+    with scratch_django(DATABASE), served() as server:
         delays = measure(server.port, args.events)
-    finally:
-        if server is not None:
-            server.stop()
-        from django.db import connections
-
-        connections.close_all()
-        drop_database(admin_url)
     sys.exit(0 if report(delays) else 1)
 
 
