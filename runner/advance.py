@@ -116,6 +116,13 @@ def _step_decided(
 ) -> StepCommit:
     """The commit of a step the engine decided: its result, and where the run goes next."""
     step_run = _step_run(claim, outcome)
+    # What the recipe did next says whether the attempt succeeded (for the actor statistics).
+    step_run.outcome = engine.attempt_outcome(
+        claim.step,
+        decision.branch,
+        failed=outcome.status == StepStatus.FAILED,
+        run_failed=decision.kind == "fail",
+    )
     evaluations = [
         BranchEvaluation(
             step_run=step_run,
@@ -200,17 +207,10 @@ def _apply_decision(commit: StepCommit, decision: engine.Decision) -> None:
         if decision.kind == "retry_actor" and decision.actor:
             commit.next["actor"] = decision.actor
     elif decision.kind == "complete":
-        state = commit.claim.state
-        result = (
-            Outcome.APPROVED
-            if state.approved
-            else Outcome.ERROR_HANDLED
-            if state.error_handled
-            else Outcome.COMPLETED
-        )
-        _finish(commit, RunStatus.SUCCEEDED, result, "")
+        # The engine says whether an approval or a handled error marks the run's outcome.
+        _finish(commit, RunStatus.SUCCEEDED, decision.outcome or Outcome.COMPLETED, "")
     elif decision.kind == "end":
-        _finish(commit, RunStatus.ENDED, Outcome.ENDED, "")
+        _finish(commit, RunStatus.ENDED, decision.outcome or Outcome.ENDED, "")
     else:
         _finish(commit, RunStatus.FAILED, Outcome.FAILED, decision.reason)
 

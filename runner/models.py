@@ -120,6 +120,9 @@ class StepRun(models.Model):
     cost = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
     model_calls = models.PositiveIntegerField(default=0)
     confidence = models.FloatField(null=True, blank=True)
+    # success | failure | neutral, from the branch taken after it (`engine.attempt_outcome`);
+    # "" on rows committed before outcomes were recorded.
+    outcome = models.CharField(max_length=10, blank=True, db_default="")
     # Validation attempts, classifier trace, decision-tree trace, fallback notice.
     details = models.JSONField(default=dict, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)

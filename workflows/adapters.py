@@ -77,6 +77,8 @@ def _branch_document(branch: Branch) -> dict[str, Any]:
         doc["params"] = branch.params
     if not branch.active:
         doc["active"] = False
+    if branch.counts_as:  # only when set: the action's default is not written out
+        doc["counts_as"] = branch.counts_as
     return doc
 
 
@@ -128,6 +130,7 @@ def write_recipe_rows(
                 target=b.get("target", ""),
                 params=b.get("params", {}),
                 active=b.get("active", True),
+                counts_as=b.get("counts_as") or "",
             )
             for b in step_doc.get("branches", [])
         ]

@@ -238,6 +238,8 @@ class Branch(models.Model):
     target = models.CharField(max_length=100, blank=True)
     params = models.JSONField(default=dict, blank=True)
     active = models.BooleanField(default=True)
+    # What taking the branch says of the step's attempt; "" for the action's default.
+    counts_as = models.CharField(max_length=10, blank=True)
 
     class Meta:
         ordering = ["step", "priority"]

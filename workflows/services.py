@@ -36,7 +36,7 @@ def recipe_lint(*, recipe: Recipe) -> list[str]:
         graph = engine.parse_recipe(doc)
     except engine.RecipeInvalid as exc:
         return [f"{e} (error)" for e in exc.errors]
-    return engine.lint_recipe(graph)
+    return [f"{e} (error)" for e in engine.lint_errors(graph)] + engine.lint_recipe(graph)
 
 
 def recipe_import(

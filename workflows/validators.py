@@ -175,6 +175,8 @@ def check_document(doc: dict[str, Any]) -> CheckedDocument:
     errors += actor_errors
     if graph is not None and not actor_errors:
         errors += _actor_kind_errors(graph, actors)
+    if graph is not None:
+        errors += engine.lint_errors(graph)
     if errors or graph is None:
         raise RecipeRejected(errors or ["$: the recipe is not valid"])
     return CheckedDocument(document=doc, graph=graph, actors=actors)

@@ -78,6 +78,10 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
         hits=outcome.hits,
         tool_calls=outcome.tool_calls,
         budget_exceeded=outcome.budget_exceeded,
+        validation=_validation(step, outcome),
+        classification_failure=outcome.details.get(classify.FAILURE)
+        if step.kind == classify.KIND
+        else None,
     )
     decision = engine.decide(
         claim.graph,
@@ -90,6 +94,16 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
     )
     _add_up(outcome)
     return outcome, decision
+
+
+def _validation(step: engine.StepSpec, outcome: StepOutcome) -> engine.ValidationSummary | None:
+    """Return how the step's validation loop ended, for its conditions (None: none ran)."""
+    loop = outcome.details.get("validation")
+    if step.validation is None or not isinstance(loop, dict):
+        return None
+    return engine.ValidationSummary.from_details(
+        step.validation["threshold"], loop, outcome.confidence
+    )
 
 
 def _add_up(outcome: StepOutcome) -> None:

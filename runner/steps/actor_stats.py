@@ -13,11 +13,30 @@ from workflows import engine
 
 from ..claims import Claim
 from ..models import StepRun
-from ..status import StepStatus
+from ..status import Outcome, StepStatus
+
+# An attempt's outcome comes from the branch taken after it (`engine.attempt_outcome`): an
+# answer the recipe rejected is a failure though the model call did not error. A neutral one
+# counts as its run ended: approved or completed, a success; failed, a failure; still going
+# or otherwise, neither. Rows committed before outcomes were recorded have none, and count as
+# they did: by their status.
+_UNRECORDED = Q(outcome="")
+_NEUTRAL = Q(outcome="neutral")
+SUCCESS = (
+    Q(outcome="success")
+    | (_NEUTRAL & Q(run__outcome__in=[Outcome.APPROVED, Outcome.COMPLETED]))
+    | (_UNRECORDED & Q(status=StepStatus.SUCCEEDED))
+)
+FAILURE = (
+    Q(outcome="failure")
+    | (_NEUTRAL & Q(run__outcome=Outcome.FAILED))
+    | (_UNRECORDED & ~Q(status=StepStatus.SUCCEEDED))
+)
 
 
 def actor_stat_rows(**filters: Any) -> Any:
-    """Per (recipe, step, actor) of LLM steps: attempts, successes and total latency (ms)."""
+    """Per (recipe, step, actor) of LLM steps: attempts, successes, failures (an attempt
+    may be neither) and total latency (ms)."""
     return (
         StepRun.objects.executed()
         .filter(kind="llm", **filters)
@@ -25,7 +44,8 @@ def actor_stat_rows(**filters: Any) -> Any:
         .values("run__recipe_id", "step_key", "actor_alias")
         .annotate(
             attempts=Count("id"),
-            successes=Count("id", filter=Q(status=StepStatus.SUCCEEDED)),
+            successes=Count("id", filter=SUCCESS),
+            failures=Count("id", filter=FAILURE),
             total_latency_ms=Coalesce(Sum("latency_ms"), 0),
         )
         .order_by("run__recipe_id", "step_key", "actor_alias")
@@ -61,14 +81,7 @@ class _LazyActorStats(Sequence[engine.ActorStats]):
                 for r in actor_stat_rows(run__recipe_id=claim.recipe_id, step_key=claim.step.key)
             }
             self._stats = [
-                engine.ActorStats(
-                    actor=alias,
-                    successes=rows[alias]["successes"] if alias in rows else 0,
-                    attempts=rows[alias]["attempts"] if alias in rows else 0,
-                    mean_latency_ms=rows[alias]["total_latency_ms"] / rows[alias]["attempts"]
-                    if alias in rows
-                    else 0.0,
-                )
+                _stats_of(alias, rows.get(alias))
                 for alias, ref in claim.document.get("actors", {}).items()
                 if not ref.startswith("@human:")
             ]
@@ -82,3 +95,15 @@ class _LazyActorStats(Sequence[engine.ActorStats]):
 
     def __iter__(self) -> Iterator[engine.ActorStats]:
         return iter(self._load())
+
+
+def _stats_of(alias: str, row: dict[str, Any] | None) -> engine.ActorStats:
+    """An actor's evidence: its successes out of its judged (success or failure) attempts."""
+    if row is None:
+        return engine.ActorStats(actor=alias, mean_latency_ms=0.0)
+    return engine.ActorStats(
+        actor=alias,
+        successes=row["successes"],
+        attempts=row["successes"] + row["failures"],
+        mean_latency_ms=row["total_latency_ms"] / row["attempts"],
+    )

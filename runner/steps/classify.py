@@ -1,4 +1,8 @@
-"""Classify steps: ask the step's actor which of the step's routes the rendered prompt takes."""
+"""Classify steps: ask the step's actor which of the step's routes the rendered prompt takes.
+
+A classifier with no readable answer about a route leaves the selection unknown: the step
+fails with the reason, unless a branch reads `classification_failed`.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,8 @@ from ..status import StepStatus
 from .session import Session
 
 KIND = "classify"
+# Where the step's details keep why its classifier gave no readable answer.
+FAILURE = "classification_failure"
 
 
 def execute(session: Session) -> StepOutcome:
@@ -34,12 +40,22 @@ def execute(session: Session) -> StepOutcome:
         return StepOutcome(
             status=StepStatus.FAILED, prompt=prompt, error=str(exc), actor_alias=alias
         )
-    return StepOutcome(
+    details: dict[str, object] = {"trace": list(result.trace), "selected": list(result.selected)}
+    outcome = StepOutcome(
         status=StepStatus.SUCCEEDED,
         prompt=prompt,
         response=", ".join(result.selected),
         route_selection=tuple(result.selected),
         actor_alias=alias,
         latency_ms=int((time.monotonic() - began) * 1000),
-        details={"trace": list(result.trace), "selected": list(result.selected)},
+        details=details,
     )
+    failure = result.failure
+    if failure is not None:
+        details[FAILURE] = failure
+        # The selection is unknown: a branch reading the failure decides, else the step fails
+        # (its error branch, if any, takes the run on) rather than run the default branch.
+        if not engine.handles_classification_failure(step):
+            outcome.status = StepStatus.FAILED
+            outcome.error = f"classification failed: {failure}"
+    return outcome

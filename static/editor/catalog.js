@@ -61,6 +61,13 @@ function combinator(type, operator) {
   return null;
 }
 
+/** Return a field's value: under its name, else under the first of its aliases given. */
+function fieldValue(field, when) {
+  const keys = [field.name].concat(field.aliases || []);
+  const key = keys.find((k) => when[k] !== undefined && when[k] !== null);
+  return key === undefined ? undefined : when[key];
+}
+
 function plainSummary(spec, when, op) {
   const canonical = has(spec.operator_aliases, op) ? spec.operator_aliases[op] : op;
   const operator = spec.operators.find((o) => o.name === canonical);
@@ -68,8 +75,8 @@ function plainSummary(spec, when, op) {
   const template = has(spec.summary, name) ? spec.summary[name] : spec.summary["*"] || "";
   return template.replace(PLACEHOLDER, (match, key, raw) => {
     if (key === "symbol") return operator ? operator.symbol : op;
-    const text = valueText(when[key]);
     const field = spec.fields.find((f) => f.name === key);
+    const text = valueText(field ? fieldValue(field, when) : when[key]);
     return field && !raw && has(field.display, text) ? field.display[text] : text;
   });
 }

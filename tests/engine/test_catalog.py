@@ -49,6 +49,11 @@ SUMMARIES = [
         {"type": "ai_evaluation", "operator": "not_equals", "value": 7.5, "evaluator": "critic"},
         "critic ≠ 7.5",
     ),
+    # The reference seeds' spelling of the evaluator.
+    (
+        {"type": "ai_evaluation", "operator": "less_than", "value": 6, "evaluator_actor": "critic"},
+        "critic < 6",
+    ),
     ({"type": "human_decision", "operator": "user_choice", "value": "approve"}, "human: approve"),
     ({"type": "human_decision", "value": ["approve", "revise"]}, "human: approve|revise"),
     ({"type": "execution_timeout", "operator": "equals", "value": True}, "timeout"),
@@ -78,6 +83,14 @@ SUMMARIES = [
     ),
     ({"type": "cites_source", "operator": "cites"}, "cites a source"),
     ({"type": "cites_source", "operator": "cites_none"}, "cites no source"),
+    ({"type": "classification_failed"}, "unclassified"),
+    ({"type": "classification_failed", "operator": "equals", "value": False}, "classified"),
+    ({"type": "confidence", "operator": "less_than", "value": 0.7}, "confidence < 0.7"),
+    ({"type": "validation_passed", "operator": "equals", "value": True}, "validated"),
+    ({"type": "validation_passed", "value": False}, "not validated"),
+    ({"type": "fallback_used"}, "fallback"),
+    ({"type": "fallback_used", "value": "false"}, "no fallback"),
+    ({"type": "attempts", "operator": "greater_equal", "value": 3}, "attempts ≥ 3"),
     ({"type": "default"}, "default"),
     ({"type": "not", "conditions": [{"type": "default"}]}, "not (default)"),
     ({"type": "not", "conditions": []}, "not ()"),
@@ -138,12 +151,17 @@ def test_it_lists_every_condition_type_with_its_operators_fields_and_summary() -
         "field_compare",
         "content_type",
         "route_selected",
+        "classification_failed",
         "retrieval",
         "cites_source",
         "tool_called",
         "tool_error",
         "tool_result",
         "budget",
+        "confidence",
+        "validation_passed",
+        "fallback_used",
+        "attempts",
         "default",
     ]
     assert conditions["field_compare"]["aliases"] == ["check_count"]
@@ -161,6 +179,7 @@ def test_it_lists_every_condition_type_with_its_operators_fields_and_summary() -
         "default": "chars",
         "help": "",
         "display": {"chars": "", "words": " words"},
+        "aliases": [],
     }
     for condition in conditions.values():
         assert condition["label"] and condition["help"]
@@ -188,5 +207,10 @@ def test_it_lists_the_combinators_step_kinds_and_actions() -> None:
         assert all(f["kind"] in FIELD_KINDS for f in kind["fields"])
     actions = {a["name"]: a for a in published["actions"]}
     assert actions["ENHANCE_PROMPT"]["repeats"] is True
-    assert actions["CONTINUE"] == {"name": "CONTINUE", "label": "Continue", "repeats": False}
+    assert actions["CONTINUE"] == {
+        "name": "CONTINUE",
+        "label": "Continue",
+        "repeats": False,
+        "counts_as": "neutral",
+    }
     assert published["action_aliases"]["RETRY_DIFFERENT_ACTOR"] == "RETRY_WITH_DIFFERENT_ACTOR"

@@ -267,9 +267,10 @@ def test_it_retries_with_the_best_other_actor_learned_so_far() -> None:
     state = start(g)
     first = decide(g, state, StepResult("a", "short"), actor_stats=stats)
     assert (first.kind, first.actor) == ("retry_actor", "critic")
-    # The critic's answer was short too: the next retry excludes the critic, not the writer.
+    # The critic's answer was short too: the next retry goes to neither the critic nor the
+    # writer, both already failed in this visit.
     second = decide(g, state, StepResult("a", "short"), actor_stats=stats)
-    assert (second.kind, second.actor) == ("retry_actor", "writer")
+    assert (second.kind, second.actor) == ("retry_actor", "judge")
 
 
 def test_it_treats_a_retry_with_no_other_actor_as_exhausted() -> None:
@@ -325,7 +326,7 @@ def test_it_fails_the_run_when_the_step_limit_is_reached() -> None:
         None,
         "step limit 3 reached",
     )
-    assert failed.evaluations[0].taken is True
+    assert (failed.evaluations[0].matched, failed.evaluations[0].taken) == (True, False)
 
 
 def test_it_still_ends_a_run_that_finishes_on_its_last_allowed_step() -> None:
@@ -488,10 +489,13 @@ def test_it_fails_the_run_when_a_failed_step_takes_a_branch_that_ignores_failure
     assert (decision.kind, decision.next_step, decision.branch, decision.reason) == (
         "fail",
         None,
-        "short",
+        None,
         reason,
     )
-    assert [(e.branch, e.taken) for e in decision.evaluations] == [("short", True)]
+    # The branch matched, but the run failed instead of following it.
+    assert [(e.branch, e.matched, e.taken) for e in decision.evaluations] == [
+        ("short", True, False)
+    ]
 
 
 def test_it_fails_the_run_when_a_failed_step_falls_through_to_the_next_step() -> None:
@@ -546,7 +550,7 @@ def test_a_decision_tree_leaf_does_not_handle_a_failed_step() -> None:
     decision = decide(g, state, StepResult("route", error="the facts could not be read"))
     assert (decision.kind, decision.branch, decision.reason) == (
         "fail",
-        "leaf:base_classification",
+        None,
         "step 'route' failed: the facts could not be read",
     )
 

@@ -364,10 +364,46 @@ BAD_DOCUMENTS: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] =
         lambda d: _set(_when(d), type="vibes"),
         [
             f"{P}.when.type: unknown condition type 'vibes'; expected one of: ai_evaluation, and, "
-            "budget, check_count, cites_source, content_type, default, execution_error, execution_timeout, "
+            "attempts, budget, check_count, cites_source, classification_failed, confidence, "
+            "content_type, default, execution_error, execution_timeout, fallback_used, "
             "field_compare, human_decision, length_check, not, or, pattern_match, retrieval, "
-            "route_selected, tool_called, tool_error, tool_result"
+            "route_selected, tool_called, tool_error, tool_result, validation_passed"
         ],
+    ),
+    (
+        "confidence above 1",
+        lambda d: _set(_when(d), type="confidence", operator="less_than", value=70),
+        [f"{P}.when.value: must be a confidence from 0 to 1, got 70"],
+    ),
+    (
+        "confidence not a number",
+        lambda d: _set(_when(d), type="confidence", operator="less_than", value="high"),
+        [f"{P}.when.value: must be a number, got 'high'"],
+    ),
+    (
+        "attempts not whole",
+        lambda d: _set(_when(d), type="attempts", operator="greater_equal", value=2.5),
+        [f"{P}.when.value: must be a whole number of attempts, got 2.5"],
+    ),
+    (
+        "attempts below zero",
+        lambda d: _set(_when(d), type="attempts", operator="greater_equal", value=-1),
+        [f"{P}.when.value: must be a whole number of attempts, got -1"],
+    ),
+    (
+        "fallback_used not a flag",
+        lambda d: _set(_when(d), type="fallback_used", operator="equals", value="maybe"),
+        [f"{P}.when.value: must be true or false, got 'maybe'"],
+    ),
+    (
+        "validation_passed not a flag",
+        lambda d: _set(_when(d), type="validation_passed", operator="equals", value=3),
+        [f"{P}.when.value: must be true or false, got 3"],
+    ),
+    (
+        "classification_failed not a flag",
+        lambda d: _set(_when(d), type="classification_failed", operator="equals", value="x"),
+        [f"{P}.when.value: must be true or false, got 'x'"],
     ),
     ("no when", lambda d: _first(d)["branches"][0].pop("when"), [f"{P}.when: is required"]),
     (

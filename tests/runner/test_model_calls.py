@@ -91,7 +91,12 @@ def write_step(*branches: dict[str, Any], validation: bool = True) -> dict[str, 
         "branches": list(branches) or [branch("next", 1, DEFAULT, "sum_up")],
     }
     if validation:
-        step["validation"] = {"threshold": 0.75, "max_attempts": 3, "judge": "judge"}
+        step["validation"] = {
+            "threshold": 0.75,
+            "max_attempts": 3,
+            "judge": "judge",
+            "fallback": "No answer.",
+        }
     return step
 
 

@@ -439,7 +439,7 @@ def test_a_scripted_model_asks_for_tool_calls_in_a_dry_run(owner: Any) -> None:
 def test_the_call_cap_is_the_steps_not_each_validation_attempts(owner: Any) -> None:
     ActorFactory(name="t-writer", config={"replies": ["unused"]})
     ActorFactory(name="t-judge", config={"replies": ["unused"]})
-    validation = {"judge": "judge", "threshold": 0.9, "max_attempts": 3}
+    validation = {"judge": "judge", "threshold": 0.9, "max_attempts": 3, "fallback": "-"}
     recipe = publish(
         owner,
         [ask_step(max_tool_calls=1, validation=validation)],

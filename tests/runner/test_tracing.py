@@ -98,7 +98,12 @@ def story_document() -> dict[str, Any]:
                 "kind": "llm",
                 "actor": "writer",
                 "prompt": "Write a story about {topic}.",
-                "validation": {"threshold": 0.75, "max_attempts": 3, "judge": "judge"},
+                "validation": {
+                    "threshold": 0.75,
+                    "max_attempts": 3,
+                    "judge": "judge",
+                    "fallback": "No story.",
+                },
                 "branches": [
                     {
                         "name": "too_short",

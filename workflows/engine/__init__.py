@@ -26,6 +26,9 @@ from workflows.engine.classification import (
     parse_classifier_answer,
 )
 from workflows.engine.conditions import EvalContext, Judge, evaluate_condition
+from workflows.engine.conditions.classification_failed import (
+    handles_failure as handles_classification_failure,
+)
 from workflows.engine.conditions.logical import SEVERAL_OPERANDS
 from workflows.engine.conditions.reader import CONDITION_KEYS
 from workflows.engine.conditions.registry import combinator
@@ -44,8 +47,9 @@ from workflows.engine.errors import (
 )
 from workflows.engine.graph import BranchSpec, Condition, RecipeGraph, StepSpec
 from workflows.engine.inputs import resolve_inputs
-from workflows.engine.lint import lint_recipe
+from workflows.engine.lint import lint_errors, lint_recipe
 from workflows.engine.next_step import decide
+from workflows.engine.outcomes import attempt_outcome, branch_outcome
 from workflows.engine.recipe_parser import parse_recipe
 from workflows.engine.regex import compile_pattern
 from workflows.engine.scoring import evaluation_prompt, parse_score
@@ -53,6 +57,7 @@ from workflows.engine.self_check import (
     JudgeScores,
     ValidationAttempt,
     ValidationOutcome,
+    ValidationSummary,
     confidence,
     judge_prompt,
     parse_judge_answer,
@@ -112,7 +117,10 @@ __all__ = [
     "TreeOutcome",
     "ValidationAttempt",
     "ValidationOutcome",
+    "ValidationSummary",
     "as_cost",
+    "attempt_outcome",
+    "branch_outcome",
     "catalog",
     "check_budget",
     "choose_actor",
@@ -130,7 +138,9 @@ __all__ = [
     "evaluation_prompt",
     "format_cost",
     "format_sources",
+    "handles_classification_failure",
     "judge_prompt",
+    "lint_errors",
     "lint_recipe",
     "numbered",
     "parse_classifier_answer",

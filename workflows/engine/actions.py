@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -59,19 +59,24 @@ def other_actor(
     *,
     current: str | None,
     actor_stats: Sequence[ActorStats],
+    tried: Collection[str] = (),
 ) -> str | None:
     """Return the alias to retry a step with: `params.alternative_actor`, else the best other.
 
     The best other is chosen by `choose_actor` among the recipe's model aliases whose actor
-    differs from the one that just ran; `actor_stats` may name actors by alias or by name.
+    differs from the one that just ran and from every one `tried` in this visit (by alias or
+    name); `actor_stats` may name actors by alias or by name. None when no actor is left,
+    the named alternative included once it has been tried.
     """
+    left = {*tried, *([current] if current else [])}
+    left_names = {graph.actors.get(a, a) for a in left}
     alternative = branch.params.get("alternative_actor")
     if isinstance(alternative, str) and alternative:
-        return alternative
-    current_name = graph.actors.get(current) if current else None
+        tried_already = alternative in left or graph.actors.get(alternative) in left_names
+        return None if tried_already else alternative
     candidates: list[ActorStats] = []
     for alias, name in graph.actors.items():
-        if name.startswith(HUMAN_ACTOR_PREFIX) or alias == current or name == current_name:
+        if name.startswith(HUMAN_ACTOR_PREFIX) or alias in left or name in left_names:
             continue
         known = [s for s in actor_stats if s.actor in (alias, name)]
         candidates += [ActorStats(alias, s.successes, s.attempts, s.mean_latency_ms) for s in known]
@@ -87,15 +92,20 @@ def move_for(
     *,
     override: str | None,
     actor_stats: Sequence[ActorStats],
+    tried: Collection[str] = (),
 ) -> Move | None:
     """Return the move `branch` makes from `step`, or None when no other actor is left.
 
     `override` is the actor an earlier retry chose for this visit of the step (None: the
-    step's own actor); a repeat keeps it.
+    step's own actor); a repeat keeps it. `tried`: the actors earlier retries in this visit
+    left, which a retry with another actor never goes back to.
     """
     if branch.action == "RETRY_WITH_DIFFERENT_ACTOR":
         current = override or step.actor
-        actor = other_actor(graph, branch, current=current, actor_stats=actor_stats)
+        left = set(tried)
+        if override and step.actor:
+            left.add(step.actor)  # it ran first in this visit, and a retry left it
+        actor = other_actor(graph, branch, current=current, actor_stats=actor_stats, tried=left)
         return None if actor is None else Move("retry_actor", step.key, None, actor)
     if branch.action == "END_RECIPE":
         return Move("end", None)

@@ -17,6 +17,7 @@ from workflows.engine.vocabulary import (
     ACTION_ALIASES,
     ACTIONS,
     END,
+    OUTCOMES,
     REPEAT,
     REPEAT_ACTIONS,
     SPECIAL_TARGETS,
@@ -112,6 +113,12 @@ class BranchReader:
         if not isinstance(active, bool):
             reader.error(f"{path}.active", "must be true or false")
             return None
+        counts_as = doc.get("counts_as")
+        if counts_as is not None and counts_as not in OUTCOMES:
+            reader.error(
+                f"{path}.counts_as", f"must be one of {', '.join(OUTCOMES)}, got {counts_as!r}"
+            )
+            return None
         if (
             name is None
             or priority is None
@@ -121,7 +128,9 @@ class BranchReader:
             or params is None
         ):
             return None
-        return BranchSpec(name, priority, when, action, target, params, active, source_index)
+        return BranchSpec(
+            name, priority, when, action, target, params, active, source_index, counts_as
+        )
 
     def priority(self, value: object, path: str) -> int | None:
         """Return a priority (a whole number >= 1), or None after reporting it."""

@@ -11,19 +11,41 @@ from typing import Any
 
 from workflows.engine.conditions.logical import LOGICAL_TYPES
 from workflows.engine.conditions.registry import TYPES
+from workflows.engine.field_spec import FieldSpec
+from workflows.engine.outcomes import default_outcome
 from workflows.engine.step_kinds.registry import KINDS
-from workflows.engine.vocabulary import ACTION_ALIASES, ACTION_LABELS, REPEAT_ACTIONS
+from workflows.engine.vocabulary import ACTION_ALIASES, ACTION_LABELS, OUTCOMES, REPEAT_ACTIONS
+
+# A branch field of its own: what taking the branch says of the step's attempt.
+COUNTS_AS = FieldSpec(
+    "counts_as",
+    "Counts as",
+    "choice",
+    choices=OUTCOMES,
+    help=(
+        "What taking this branch says of the step's answer, for the actor statistics. "
+        "Empty: the action's default (see each action's counts_as), or approve/reject for a "
+        "reviewer's decision."
+    ),
+)
 
 
 def catalog() -> dict[str, Any]:
-    """Return the catalog: condition types, combinators, step kinds and actions."""
+    """Return the catalog: condition types, combinators, step kinds, actions and the branch
+    fields beside them (`counts_as`)."""
     return {
         "conditions": [kind.as_json() for kind in TYPES],
         "logical": list(LOGICAL_TYPES),
         "steps": [kind.as_json() for kind in KINDS],
         "actions": [
-            {"name": name, "label": label, "repeats": name in REPEAT_ACTIONS}
+            {
+                "name": name,
+                "label": label,
+                "repeats": name in REPEAT_ACTIONS,
+                "counts_as": default_outcome(name),
+            }
             for name, label in ACTION_LABELS.items()
         ],
         "action_aliases": dict(ACTION_ALIASES),
+        "branch_fields": [COUNTS_AS.as_json()],
     }

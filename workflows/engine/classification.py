@@ -42,10 +42,27 @@ class Route:
 
 @dataclass(frozen=True, slots=True)
 class Classification:
-    """The routes selected, in route order, and one trace line per route."""
+    """The routes selected, in route order, and one trace line per route.
+
+    `unreadable` names the routes whose classifier gave no readable answer even after
+    reclassification: whether they apply is unknown, so the classification failed.
+    """
 
     selected: tuple[str, ...]
     trace: list[str] = field(default_factory=list)
+    unreadable: tuple[str, ...] = ()
+
+    @property
+    def failure(self) -> str | None:
+        """Return why the classification failed (no readable answer), or None."""
+        if not self.unreadable:
+            return None
+        lines = [
+            line
+            for line in self.trace
+            if any(line.startswith(f"{name}: ") for name in self.unreadable)
+        ]
+        return "; ".join(lines)
 
 
 def classifier_prompt(text: str, route: Route) -> str:
@@ -111,21 +128,25 @@ def classify(
         return Classification(names, [f"bypass: all routes selected ({', '.join(names)})"])
     selected: list[str] = []
     trace: list[str] = []
+    unreadable: list[str] = []
     for route in routes:
         if route.always_active:
             selected.append(route.name)
             trace.append(f"{route.name}: always active")
             continue
         chosen, line = _ask_route(text, route, ask, max_reclassify)
-        if chosen:
+        if chosen is None:
+            unreadable.append(route.name)
+        elif chosen:
             selected.append(route.name)
         trace.append(line)
-    return Classification(tuple(selected), trace)
+    return Classification(tuple(selected), trace, tuple(unreadable))
 
 
 def _ask_route(
     text: str, route: Route, ask: Callable[[str], str], max_reclassify: int
-) -> tuple[bool, str]:
+) -> tuple[bool | None, str]:
+    """Return whether the route applies (None: no readable answer) and its trace line."""
     prompt = classifier_prompt(text, route)
     problem = ""
     for attempt in range(1, max_reclassify + 2):
@@ -144,6 +165,6 @@ def _ask_route(
         retried = f" after {attempt - 1} reclassification(s)" if attempt > 1 else ""
         return chosen, f"{route.name}: {verdict}{retried}" + (f" ({reason})" if reason else "")
     return (
-        False,
+        None,
         f"{route.name}: not selected, no readable answer in {max_reclassify + 1} tries: {problem}",
     )

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from workflows.engine.actions import DecisionKind
+from workflows.engine.self_check import ValidationSummary
 from workflows.engine.sources import Citation
 
 
@@ -21,6 +22,8 @@ class StepResult:
     tools, as `StepRun.details["tool_calls"]` stores them (None: it could call none).
     `budget_exceeded`: the step failed because the run's budget refused a model call (its
     `error` says which limit); a branch with a `budget` condition then takes the run on.
+    `validation`: how the step's validation loop ended (None: it ran none);
+    `classification_failure`: why a classify step got no readable answer (None: it did).
     """
 
     step_key: str
@@ -34,6 +37,12 @@ class StepResult:
     hits: tuple[Citation, ...] | None = None
     tool_calls: Sequence[Mapping[str, Any]] | None = None
     budget_exceeded: bool = False
+    validation: ValidationSummary | None = None
+    classification_failure: str | None = None
+
+
+# How a finished run ended: the runner's `Outcome` has the same values.
+RunOutcome = Literal["completed", "approved", "error_handled", "ended", "failed"]
 
 
 # Evaluation and Decision are built on every step, ten at a time: plain slotted dataclasses
@@ -58,6 +67,7 @@ class Decision:
     prompt; `branch` / `action` name the taken branch (None for the sequential fallback).
     A `fail` decision ends the run as failed, for `reason`: the step limit was reached, or
     the step failed and the branch taken does not ask about errors or timeouts.
+    `outcome` is the run's outcome when the decision finishes it (None: the run goes on).
     """
 
     kind: DecisionKind
@@ -68,3 +78,4 @@ class Decision:
     actor: str | None
     reason: str
     evaluations: list[Evaluation] = field(default_factory=list)
+    outcome: RunOutcome | None = None

@@ -76,6 +76,8 @@ def _field(spec: FieldSpec) -> str:
     elif spec.default not in (None, ""):
         shown = str(spec.default).lower() if isinstance(spec.default, bool) else spec.default
         details.append(f"default `{shown}`")
+    if spec.aliases:
+        details.append(f"also read as {', '.join(f'`{alias}`' for alias in spec.aliases)}")
     return f"`{spec.name}` ({', '.join(details)})"
 
 

@@ -30,7 +30,8 @@ class FieldSpec:
     """One key of a condition or step document: what it holds and how people see it.
 
     `display` maps a value (as text: JSON true/false as "true"/"false", a missing value as
-    "") to what a summary shows for it.
+    "") to what a summary shows for it. `aliases` are other keys read as this field (the
+    reference seeds' spellings); a document may give both only with the same value.
     """
 
     name: str
@@ -41,6 +42,14 @@ class FieldSpec:
     default: Any = None
     help: str = ""
     display: Mapping[str, str] = field(default_factory=dict)
+    aliases: tuple[str, ...] = ()
+
+    def value_in(self, doc: Mapping[str, Any]) -> Any:
+        """Return the field's value in `doc`: under its name, else under its first alias given."""
+        for key in (self.name, *self.aliases):
+            if doc.get(key) is not None:
+                return doc[key]
+        return None
 
     def as_json(self) -> dict[str, Any]:
         """Return the spec as the catalog publishes it."""
@@ -54,4 +63,5 @@ class FieldSpec:
             "default": list(self.default) if isinstance(self.default, tuple) else self.default,
             "help": self.help,
             "display": dict(self.display),
+            "aliases": list(self.aliases),
         }

@@ -45,6 +45,8 @@ class BranchSpec:
     # The branch's position in the document, for warnings that point at it (branches are
     # kept sorted by priority, so the tuple index may differ).
     source_index: int | None = field(default=None, compare=False, repr=False)
+    # What taking the branch says of the attempt (None: the default, see `outcomes.py`).
+    counts_as: str | None = None
 
     @property
     def max_retries(self) -> int | None:

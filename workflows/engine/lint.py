@@ -1,6 +1,8 @@
 """Warn about recipes that are valid but probably not what their author meant.
 
-Warnings never block a save; each reads `path: message`, like the parser's errors. The
+Warnings never block a save; each reads `path: message`, like the parser's errors. The few
+`lint_errors` do: they refuse what parses but cannot run as meant (a run that would succeed
+with an empty answer). The
 rules about one condition type are the type's own (`ConditionType.lint`, in its module).
 """
 
@@ -16,6 +18,32 @@ from workflows.engine.errors import TemplateError
 from workflows.engine.graph import BranchSpec, Condition, RecipeGraph, StepSpec
 from workflows.engine.templating import SOURCES_NAME, step_sources_reference, template_names
 from workflows.engine.vocabulary import COMPLETE, DEFAULT_MAX_RETRIES, END, REPEAT
+
+
+def lint_errors(graph: RecipeGraph) -> list[str]:
+    """Return what a recipe may not be saved with, though it parses, as `path: message`.
+
+    Published versions are parsed again at run time without these checks: a rule added
+    here refuses new imports and saves, never a version that already runs.
+    """
+    errors: list[str] = []
+    for i, step in enumerate(graph.steps):
+        errors += _fallback_missing(step, f"steps[{i}]")
+    return errors
+
+
+def _fallback_missing(step: StepSpec, path: str) -> list[str]:
+    """A validation loop that can end below its threshold needs a fallback: without one the
+    run would go on with an empty answer as if it had been validated."""
+    settings = step.validation
+    if settings is None or not settings.get("threshold"):
+        return []  # a threshold of 0 is always reached
+    if str(settings.get("fallback") or "").strip():
+        return []
+    return [
+        f"{path}.validation.fallback: required: the loop can end below its threshold "
+        f"{format_number(settings['threshold'])}, and the answer would then be empty"
+    ]
 
 
 def lint_recipe(graph: RecipeGraph) -> list[str]:

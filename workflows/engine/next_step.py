@@ -10,6 +10,8 @@ executed `max_steps` steps fails instead of running another.
 A failed step (an error, a timeout) fails the run, unless the branch taken asks about errors
 or timeouts: a default branch or the next step in sequence would go on working on nothing. A
 step the run's budget stopped is also handled by a branch that asks about the budget.
+The branch the run then does not follow is logged as matched but not taken: the ledger
+shows only the branch the run followed.
 
 A step kind may choose the move itself (a decision tree goes to its leaf's target, see
 `step_kinds/decision_tree.py`); its branches are evaluated only when it chooses none.
@@ -29,7 +31,7 @@ from workflows.engine.conditions import (
     asks_about_failure,
     evaluate_condition,
 )
-from workflows.engine.decisions import Decision, Evaluation, StepResult
+from workflows.engine.decisions import Decision, Evaluation, RunOutcome, StepResult
 from workflows.engine.errors import EngineError
 from workflows.engine.graph import BranchSpec, RecipeGraph, StepSpec
 from workflows.engine.sources import Citation
@@ -80,6 +82,8 @@ def _context(
         tool_calls=result.tool_calls,
         spend=spend,
         budget_exceeded=result.budget_exceeded,
+        validation=result.validation,
+        classification_failure=result.classification_failure,
     )
 
 
@@ -103,7 +107,14 @@ def _first_branch(
                 exhausted = f"exhausted after {limit} retries"
                 evaluations.append(Evaluation(branch.name, branch.priority, True, False, exhausted))
                 continue
-        move = move_for(graph, step, branch, override=state.actor_override, actor_stats=actor_stats)
+        move = move_for(
+            graph,
+            step,
+            branch,
+            override=state.actor_override,
+            actor_stats=actor_stats,
+            tried=state.tried_actors.get(step.key, ()),
+        )
         if move is None:
             refusal = "no other actor available; treated as exhausted"
             evaluations.append(Evaluation(branch.name, branch.priority, True, False, refusal))
@@ -123,6 +134,9 @@ def _remember(state: RunState, step: StepSpec, move: Move, taken: BranchSpec | N
         elif taken.action == "ERROR_HANDLER":
             state.error_handled = True
     repeats = move.kind in ("repeat", "retry_actor")
+    current = state.actor_override or step.actor
+    if move.kind == "retry_actor" and current:
+        state.note_tried(step.key, current)  # a retry never goes back to it in this visit
     # The next result of this step continues the visit only after a repeat; the actor a retry
     # chose is kept for that visit alone.
     state.repeating = step.key if repeats else None
@@ -179,16 +193,51 @@ def decide(
         else:
             move, reason = Move("goto", following.key), NO_MATCH_NEXT
     failure = _unhandled_failure(step, result, taken)
-    if move.kind in RUNS_A_STEP and state.step_count >= state.max_steps:
-        limit_reason = f"step limit {state.max_steps} reached"
-        return Decision("fail", None, None, None, None, None, failure or limit_reason, evaluations)
+    not_taken = "it does not handle the step's failure"
+    if failure is None and move.kind in RUNS_A_STEP and state.step_count >= state.max_steps:
+        failure = not_taken = f"step limit {state.max_steps} reached"
+    if failure is not None:
+        # The run fails instead of following the branch: the ledger must not say it did.
+        _not_followed(evaluations, not_taken)
+        return Decision("fail", None, None, None, None, None, failure, evaluations, "failed")
     _remember(state, step, move, taken)
     action = taken.action if taken is not None else None
-    if failure is not None:
-        return Decision("fail", None, name, action, None, None, failure, evaluations)
     return Decision(
-        move.kind, move.next_step, name, action, move.prompt_suffix, move.actor, reason, evaluations
+        move.kind,
+        move.next_step,
+        name,
+        action,
+        move.prompt_suffix,
+        move.actor,
+        reason,
+        evaluations,
+        _outcome(move.kind, action, state),
     )
+
+
+def _not_followed(evaluations: list[Evaluation], why: str) -> None:
+    """Mark the evaluation of the branch that would have been taken as not taken, and why."""
+    for evaluation in evaluations:
+        if evaluation.taken:
+            evaluation.taken = False
+            evaluation.reason = f"{evaluation.reason}; not taken: {why}"
+
+
+def _outcome(kind: str, action: str | None, state: RunState) -> RunOutcome | None:
+    """Return the run's outcome when a move of `kind` finishes it (None: the run goes on).
+
+    An approval or a handled error (marked by the branch taken now or by an earlier one) is
+    the outcome whatever the target, `@end` included; END_RECIPE stops the run as ended.
+    """
+    if kind not in ("complete", "end"):
+        return None
+    if kind == "end" and action == "END_RECIPE":
+        return "ended"
+    if state.approved:
+        return "approved"
+    if state.error_handled:
+        return "error_handled"
+    return "completed" if kind == "complete" else "ended"
 
 
 def _unhandled_failure(step: StepSpec, result: StepResult, taken: BranchSpec | None) -> str | None:

@@ -75,6 +75,13 @@ def _move(graph: RecipeGraph, step: StepSpec, state: RunState, branch: BranchSpe
     if branch is None:
         following = graph.next_in_sequence(step.key)
         return Move("goto", following.key) if following else Move("complete", None)
-    move = move_for(graph, step, branch, override=state.actor_override, actor_stats=())
+    move = move_for(
+        graph,
+        step,
+        branch,
+        override=state.actor_override,
+        actor_stats=(),
+        tried=state.tried_actors.get(step.key, ()),
+    )
     # None: no other actor is left now, yet the run did retry: with the one it went on with.
     return move or Move("retry_actor", step.key, None, state.actor_override)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from workflows.engine.answers import json_objects, shorten, strip_thinking
 from workflows.engine.errors import AnswerUnreadable, EngineError
@@ -74,6 +75,35 @@ class ValidationOutcome:
     confidence: float
     attempts: list[ValidationAttempt] = field(default_factory=list)
     used_fallback: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationSummary:
+    """How a step's validation loop ended, as its branches' conditions read it.
+
+    `confidence` is the kept answer's (the last attempt's when the fallback replaced it);
+    the loop passed when an attempt reached `threshold`, else the fallback was used.
+    """
+
+    confidence: float
+    threshold: float
+    attempts: int
+    fallback_used: bool
+
+    @property
+    def passed(self) -> bool:
+        """Tell whether an attempt reached the threshold (no fallback)."""
+        return not self.fallback_used
+
+    @classmethod
+    def from_details(
+        cls, threshold: float, details: Mapping[str, Any], confidence: float | None
+    ) -> ValidationSummary | None:
+        """Read a summary from a step's stored `details["validation"]` (None: none ran)."""
+        attempts = details.get("attempts")
+        if not isinstance(attempts, list) or not attempts or confidence is None:
+            return None
+        return cls(confidence, threshold, len(attempts), bool(details.get("used_fallback")))
 
 
 def rule_score(text: str) -> float:

@@ -32,7 +32,8 @@ class RunState:
       `retries` counts, per (step, visit, branch), how often a bounded branch was taken in
       the step's current visit.
     - `repeating` / `actor_override`: the step whose next result continues the current visit,
-      and the actor a RETRY_WITH_DIFFERENT_ACTOR chose for it.
+      and the actor a RETRY_WITH_DIFFERENT_ACTOR chose for it. `tried_actors`: per step, the
+      actors a retry with another actor left in its current visit, never chosen again in it.
     - `decisions` / `last_decision`: reviewers' decisions per human step and the latest one;
       `route_selections` / `last_route_selection` likewise for classify steps.
     - `sources_seq`: the seq of the latest result that searched sources (its StepRun holds
@@ -56,6 +57,7 @@ class RunState:
     error_handled: bool = False
     repeating: str | None = None
     actor_override: str | None = None
+    tried_actors: dict[str, list[str]] = field(default_factory=dict)
     sources_seq: int | None = None
 
     @classmethod
@@ -82,6 +84,7 @@ class RunState:
         if self.repeating != step_key:
             self.visits[step_key] = self.visits.get(step_key, 0) + 1
             self.actor_override = None
+            self.tried_actors.pop(step_key, None)
             # Only the current visit's retries are read again: forget the earlier visits'.
             self.retries = {k: n for k, n in self.retries.items() if k[0] != step_key}
         self.repeating = None
@@ -122,6 +125,12 @@ class RunState:
         """Count one more bounded retry of `branch` in the step's current visit."""
         key = (step_key, self.visits.get(step_key, 0), branch)
         self.retries[key] = self.retries.get(key, 0) + 1
+
+    def note_tried(self, step_key: str, actor: str) -> None:
+        """Remember that `actor` ran `step_key` in its current visit and a retry left it."""
+        tried = self.tried_actors.setdefault(step_key, [])
+        if actor not in tried:
+            tried.append(actor)
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -187,6 +196,7 @@ class RunState:
             "error_handled": self.error_handled,
             "repeating": self.repeating,
             "actor_override": self.actor_override,
+            "tried_actors": self.tried_actors,
             "sources_seq": self.sources_seq,
         }
 
@@ -225,6 +235,11 @@ class RunState:
             error_handled=bool(data.get("error_handled", False)),
             repeating=data.get("repeating"),
             actor_override=data.get("actor_override"),
+            # A state stored before `tried_actors` existed knows none: the retry then excludes
+            # the step's own actor and the current one, as it did.
+            tried_actors={
+                str(k): [str(a) for a in v] for k, v in (data.get("tried_actors") or {}).items()
+            },
             sources_seq=int(data["sources_seq"]) if data.get("sources_seq") is not None else None,
         )
 

@@ -25,6 +25,15 @@ ACTION_ALIASES: dict[str, str] = {
     "RETRY_DIFFERENT_ACTOR": "RETRY_WITH_DIFFERENT_ACTOR",
     "HUMAN_REVIEW_NEEDED": "HUMAN_REVIEW",
 }
+# What taking a branch says of the step's attempt (`counts_as`), for the actor statistics;
+# a branch that says nothing counts as its action's default, else as neutral.
+OUTCOMES: tuple[str, ...] = ("success", "failure", "neutral")
+ACTION_OUTCOMES: dict[str, str] = {
+    "REQUEST_MORE_DETAIL": "failure",
+    "RETRY_WITH_DIFFERENT_ACTOR": "failure",
+    "ERROR_HANDLER": "failure",
+    "QUALITY_APPROVED": "success",
+}
 # Actions that always run the same step again, whatever target names.
 REPEAT_ACTIONS = frozenset({"REQUEST_MORE_DETAIL", "ENHANCE_PROMPT", "RETRY_WITH_DIFFERENT_ACTOR"})
 

@@ -83,6 +83,8 @@ class Branch(_Strict):
     target: str = ""
     params: dict[str, Any] = Field(default_factory=dict)
     active: bool = True
+    # success | failure | neutral; checked (with its path) by the engine's parser
+    counts_as: str | None = None
 
 
 class Route(_Strict):

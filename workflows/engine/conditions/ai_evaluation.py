@@ -23,21 +23,58 @@ from workflows.engine.graph import Condition, StepSpec
 DEFAULT_EVALUATION_PROMPT = "Rate the quality of this text from 1 to 10."
 
 
+# The reference seeds spell the fields `evaluator_actor` and `eval_prompt`: read as the same.
+EVALUATOR = FieldSpec(
+    "evaluator",
+    "Judge",
+    "actor",
+    help="Default: the step's validation judge, else the step's actor.",
+    display={"": "judge"},
+    aliases=("evaluator_actor",),
+)
+PROMPT = FieldSpec(
+    "prompt", "Judge prompt", "text", default=DEFAULT_EVALUATION_PROMPT, aliases=("eval_prompt",)
+)
+
+
+def _spelling_problems(
+    spec: FieldSpec, fields: Mapping[str, Any], path: str
+) -> list[tuple[str, str]]:
+    """Return (path, message) for each alias whose value differs from the field's own."""
+    given = fields.get(spec.name)
+    return [
+        (f"{path}.{alias}", f"names {other!r}, but {spec.name} says {given!r}; give one of them")
+        for alias in spec.aliases
+        if given is not None and (other := fields.get(alias)) is not None and other != given
+    ]
+
+
+def _given_key(spec: FieldSpec, fields: Mapping[str, Any]) -> str:
+    """Return the key the document gives the field under (its name when it gives none)."""
+    return next((k for k in (spec.name, *spec.aliases) if fields.get(k) is not None), spec.name)
+
+
 def check(
     op: str, value: Any, fields: Mapping[str, Any], path: str, scope: ConditionScope
 ) -> tuple[bool, Any]:
-    """Check the evaluator alias, the prompt and that the threshold is a number."""
+    """Check the evaluator alias, the prompt (either spelling, not two different values)
+    and that the threshold is a number."""
     ok = True
-    evaluator = fields.get("evaluator")
+    for spec in (EVALUATOR, PROMPT):
+        for where, message in _spelling_problems(spec, fields, path):
+            scope.error(where, message)
+            ok = False
+    evaluator = EVALUATOR.value_in(fields)
     problem = None if evaluator is None else actor_alias_problem(evaluator, scope.actors)
     if problem:
-        scope.error(f"{path}.evaluator", problem)
+        scope.error(f"{path}.{_given_key(EVALUATOR, fields)}", problem)
         ok = False
-    else:
-        prompt = fields.get("prompt")
-        if prompt is not None and not isinstance(prompt, str):
-            scope.error(f"{path}.prompt", f"must be a string, got {type(prompt).__name__}")
-            ok = False
+    prompt = PROMPT.value_in(fields)
+    if prompt is not None and not isinstance(prompt, str):
+        scope.error(
+            f"{path}.{_given_key(PROMPT, fields)}", f"must be a string, got {type(prompt).__name__}"
+        )
+        ok = False
     valid, number = check_number(value, path, scope)
     return ok and valid, number
 
@@ -49,10 +86,10 @@ def prepare(condition: Condition) -> object:
 
 def evaluate(condition: Condition, prepared: Any, ctx: EvalContext) -> tuple[bool, str]:
     """Ask the judge (once per evaluator and prompt) and compare its score."""
-    evaluator = condition.fields.get("evaluator") or ctx.default_evaluator
+    evaluator = EVALUATOR.value_in(condition.fields) or ctx.default_evaluator
     if not evaluator:
         return False, "no evaluator for ai_evaluation"
-    prompt = condition.fields.get("prompt") or DEFAULT_EVALUATION_PROMPT
+    prompt = PROMPT.value_in(condition.fields) or DEFAULT_EVALUATION_PROMPT
     score, problem = ctx.score(str(evaluator), str(prompt))
     if score is None:
         return False, problem
@@ -69,7 +106,7 @@ def lint(step: StepSpec, uses: Sequence[ConditionUse], step_path: str) -> list[s
     return [
         f"{use.path}.evaluator: not set; the step's judge or actor '{fallback}' will evaluate"
         for use in uses
-        if not use.condition.fields.get("evaluator")
+        if not EVALUATOR.value_in(use.condition.fields)
     ]
 
 
@@ -85,14 +122,8 @@ CONDITION_TYPE = ConditionType(
     operator_aliases=NUMERIC_OPERATOR_ALIASES,
     fields=(
         FieldSpec("value", "Score", "number", required=True),
-        FieldSpec(
-            "evaluator",
-            "Judge",
-            "actor",
-            help="Default: the step's validation judge, else the step's actor.",
-            display={"": "judge"},
-        ),
-        FieldSpec("prompt", "Judge prompt", "text", default=DEFAULT_EVALUATION_PROMPT),
+        EVALUATOR,
+        PROMPT,
     ),
     summary={"*": "{evaluator} {symbol} {value}"},
     check=check,

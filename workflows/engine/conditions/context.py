@@ -10,6 +10,7 @@ from workflows.engine.budget import Spend
 from workflows.engine.content_type import detect_content_type
 from workflows.engine.regex import MAX_TEXT_CHARS, bounded, encode
 from workflows.engine.scoring import parse_score
+from workflows.engine.self_check import ValidationSummary
 from workflows.engine.sources import Citation
 from workflows.engine.tools import ToolCalls
 
@@ -33,6 +34,9 @@ class EvalContext:
     `spend()` tells what the run has spent so far, this step's calls included (asked each
     time a `budget` condition is evaluated: an evaluator's call adds to it); None when the
     caller keeps no account. `budget_exceeded`: the budget refused one of the step's calls.
+    `validation`: how the step's validation loop ended (None: it ran none).
+    `classification_failure`: why a classify step's classifier gave no readable answer
+    (None: it did, or the step classified nothing).
     """
 
     text: str
@@ -50,6 +54,8 @@ class EvalContext:
     tool_calls: Sequence[Mapping[str, object]] | None = None
     spend: Callable[[], Spend] | None = None
     budget_exceeded: bool = False
+    validation: ValidationSummary | None = None
+    classification_failure: str | None = None
     _tools: ToolCalls | None = field(default=None, init=False, repr=False)
     _content_type: str | None = field(default=None, init=False, repr=False)
     _folded: str | None = field(default=None, init=False, repr=False)

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 from workflows.engine.conditions import (
     ai_evaluation,
+    attempts,
     budget,
     cites_source,
+    classification_failed,
+    confidence,
     content_type,
     default,
     execution_error,
     execution_timeout,
+    fallback_used,
     field_compare,
     human_decision,
     length_check,
@@ -23,6 +27,7 @@ from workflows.engine.conditions import (
     tool_called,
     tool_error,
     tool_result,
+    validation_passed,
 )
 from workflows.engine.conditions.base import ConditionType
 from workflows.engine.conditions.logical import LOGICAL_TYPES, logical_kind
@@ -38,12 +43,17 @@ TYPES: tuple[ConditionType, ...] = (
     field_compare.CONDITION_TYPE,
     content_type.CONDITION_TYPE,
     route_selected.CONDITION_TYPE,
+    classification_failed.CONDITION_TYPE,
     retrieval.CONDITION_TYPE,
     cites_source.CONDITION_TYPE,
     tool_called.CONDITION_TYPE,
     tool_error.CONDITION_TYPE,
     tool_result.CONDITION_TYPE,
     budget.CONDITION_TYPE,
+    confidence.CONDITION_TYPE,
+    validation_passed.CONDITION_TYPE,
+    fallback_used.CONDITION_TYPE,
+    attempts.CONDITION_TYPE,
     default.CONDITION_TYPE,
 )
 _BY_NAME: dict[str, ConditionType] = {

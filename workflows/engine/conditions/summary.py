@@ -53,8 +53,8 @@ def _plain(spec: ConditionType, when: Mapping[str, object], op: str) -> str:
         key, raw = placeholder.group(1, 2)
         if key == "symbol":
             return operator.symbol if operator is not None else op
-        text = value_text(when.get(key))
         field = spec.field(key)
+        text = value_text(field.value_in(when) if field is not None else when.get(key))
         return field.display.get(text, text) if field is not None and not raw else text
 
     return _PLACEHOLDER.sub(fill, template)

@@ -1,0 +1,52 @@
+"""`validation_passed`: the step's validation loop reached its threshold (or, with `false`,
+did not)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from workflows.engine.conditions.base import ConditionScope, ConditionType, Operator
+from workflows.engine.conditions.context import EvalContext
+from workflows.engine.conditions.flag import check_flag, prepare_flag
+from workflows.engine.conditions.validation_loop import NO_LOOP, lint, verdict
+from workflows.engine.field_spec import FieldSpec
+from workflows.engine.graph import Condition
+
+
+def check(
+    op: str, value: Any, fields: Mapping[str, Any], path: str, scope: ConditionScope
+) -> tuple[bool, Any]:
+    """Check the true/false value."""
+    return check_flag(value, path, scope)
+
+
+def evaluate(condition: Condition, prepared: Any, ctx: EvalContext) -> tuple[bool, str]:
+    """Tell whether the loop's passing is what the condition asks."""
+    loop = ctx.validation
+    if loop is None:
+        return False, NO_LOOP
+    said = "validation passed" if loop.passed else "validation did not pass"
+    return loop.passed == prepared, f"{said}: {verdict(loop)}"
+
+
+CONDITION_TYPE = ConditionType(
+    name="validation_passed",
+    label="Validation passed",
+    help="An answer of the step's validation loop reached its threshold (no fallback).",
+    operators=(Operator("equals", "is", "="),),
+    fields=(
+        FieldSpec(
+            "value",
+            "Passed",
+            "boolean",
+            default=True,
+            display={"true": "validated", "": "validated", "false": "not validated"},
+        ),
+    ),
+    summary={"*": "{value}"},
+    check=check,
+    prepare=prepare_flag,
+    evaluate=evaluate,
+    lint=lint,
+)
