@@ -77,8 +77,9 @@ CATCH_UP_INTERVAL_S = 2.0
 REPLAY_BATCH = 500
 # The tasks an inbox's first message carries: what the inbox page shows before "Load more".
 REVIEWS_FIRST_PAGE = 25
-# Catch-up rounds an inbox is found behind, running, before it is sent its snapshot again.
-INBOX_ROUNDS_BEHIND = 2
+# Catch-up rounds a socket is found behind, running, before it is sent what it missed (a run
+# monitor) or its snapshot again (an inbox): behind in one round may be a push on its way.
+ROUNDS_BEHIND = 2
 MAX_WATCHED_RUNS = 200
 
 
@@ -104,7 +105,7 @@ class _CatchUp:
 
     Pushes go through Redis and are lost while it is unreachable; the database is not. Each
     round makes one query per kind of socket, however many are open: a run monitor behind its
-    run's event log is sent what it missed, a run list is sent the statuses of watched runs that
+    run's event log in two rounds running is sent what it missed, a run list is sent the statuses of watched runs that
     changed, an inbox whose groups' open tasks are not what it was told is sent its snapshot
     anew (found by comparing fingerprints, not by reading the tasks; see ReviewsConsumer).
     """
@@ -145,7 +146,14 @@ class _CatchUp:
         latest = await _latest_event_seqs(list(self.watchers))
         for run_id, seq in latest.items():
             for consumer in list(self.watchers.get(run_id, ())):
-                if consumer.last_seq < seq:
+                if consumer.last_seq >= seq:
+                    consumer.rounds_behind = 0
+                    continue
+                # Behind in one round is mostly a push on its way (a busy run's fan-out is
+                # a round or two behind its commits); behind in two running, one was lost.
+                consumer.rounds_behind += 1
+                if consumer.rounds_behind >= ROUNDS_BEHIND:
+                    consumer.rounds_behind = 0
                     await _each(consumer.catch_up())
 
     async def _lists(self) -> None:
@@ -171,7 +179,7 @@ class _CatchUp:
             # Behind in one round may be a push on its way (sent after the commit this round
             # read); behind in two running, a push was lost.
             consumer.rounds_behind += 1
-            if consumer.rounds_behind >= INBOX_ROUNDS_BEHIND:
+            if consumer.rounds_behind >= ROUNDS_BEHIND:
                 await _each(consumer.send_snapshot())
 
 
@@ -356,6 +364,7 @@ class RunEventsConsumer(_Consumer):
     replaying: bool
     held: list[dict[str, Any]]
     forwarding: int  # messages handed to `_forward_in_turn` and not sent yet
+    rounds_behind: int
     forward_tasks: set[asyncio.Task[None]]
 
     async def connect(self) -> None:
@@ -380,6 +389,7 @@ class RunEventsConsumer(_Consumer):
         self.send_lock = asyncio.Lock()
         self.forwarding = 0
         self.forward_tasks = set()
+        self.rounds_behind = 0  # catch-up rounds found behind its run's log, running
         self.run_fanout = await fanout.join(self)  # the run's group: one per run per process
         await self.accept()
         self.replay_task = asyncio.create_task(self._replay())
