@@ -114,6 +114,10 @@ class StepOutput(serializers.ModelSerializer):
         source="modelcall_set",
         help_text="every call the step made to a model, its judge's and evaluators' included",
     )
+    outcome = serializers.CharField(
+        help_text="what the branch taken after this attempt counts it as: success, failure or "
+        "neutral (its `counts_as`); empty while the step runs"
+    )
 
     class Meta:
         model = StepRun
@@ -133,6 +137,7 @@ class StepOutput(serializers.ModelSerializer):
             "cost",
             "model_calls",
             "confidence",
+            "outcome",
             "details",
             "started_at",
             "finished_at",

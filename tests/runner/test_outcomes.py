@@ -184,3 +184,27 @@ def test_rows_committed_before_outcomes_count_by_their_status(owner: Any, three:
     )
 
     assert stats(recipe) == {"a": (3, 2, 1)}
+
+
+def test_each_attempts_outcome_is_in_the_api_and_on_the_monitor(
+    owner: Any, three: None, client: Any
+) -> None:
+    retry = branch("wrong", 1, WRONG, "@repeat", action="RETRY_WITH_DIFFERENT_ACTOR")
+    recipe = publish_document(
+        owner,
+        document(
+            "outcomes-shown",
+            [llm("solve", "a", retry, branch("done", 2, DEFAULT, "@complete"))],
+            {"a": "k-a", "b": "k-b"},
+        ),
+    )
+    script = {"a": ["wrong from a"], "b": ["right from b"]}
+    run = drive(services.run_start(user=owner, recipe=recipe, inputs={}, script=script))
+    client.force_login(owner)
+
+    steps = client.get(f"/api/runs/{run.pk}/").json()["steps"]
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+
+    assert [(s["actor"], s["outcome"]) for s in steps] == [("a", "failure"), ("b", "neutral")]
+    assert page.count("<dt>Counted as</dt>") == 2
+    assert ">failure</dd>" in page
