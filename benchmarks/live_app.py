@@ -5,6 +5,7 @@ daphne in a process of its own.
     with scratch_django("branchline_bench_x"):   # created, migrated; dropped on leaving
         ...                                        # rows made here, in this process
         with served() as server:                   # daphne on server.port
+            commits = run_here_stamping_commits()  # {first event seq: commit time}
             ...
 
 The scratch database is made next to BENCH_POSTGRES_URL (default
@@ -17,9 +18,11 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,3 +73,28 @@ def served() -> Iterator[LiveServer]:
     log = Path(tempfile.mkdtemp()) / "daphne.log"
     with LiveServer(os.environ, log=log, verbosity=0) as server:
         yield server
+
+
+def run_here_stamping_commits() -> dict[int, float]:
+    """Make this process the worker (runs move on here, not through Celery messages) and
+    return the dict that each commit of run events is stamped into: its first event's seq ->
+    `time.perf_counter()` when COMMIT returned (perf_counter is the machine's monotonic clock,
+    shared by its processes)."""
+    from django.db import transaction
+
+    from runner import dispatch, events
+
+    dispatch.send_on_commit = lambda run_id: None  # type: ignore[assignment]
+    commits: dict[int, float] = {}
+    push_on_commit = events.push_on_commit
+
+    def stamped_push(run_id: int, owner_id: int, rows: Any) -> None:
+        if rows:
+            # Registered before the push's own callback: it runs the moment COMMIT returns (at
+            # once after a step's one-statement commit, which is its own transaction).
+            seq = rows[0].seq
+            transaction.on_commit(lambda: commits.setdefault(seq, time.perf_counter()))
+        push_on_commit(run_id, owner_id, rows)
+
+    events.push_on_commit = stamped_push  # type: ignore[assignment]
+    return commits

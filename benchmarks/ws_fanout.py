@@ -33,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.live_app import scratch_django, served  # noqa: E402
+from benchmarks.live_app import run_here_stamping_commits, scratch_django, served  # noqa: E402
 from tests.live_server import LiveServer  # noqa: E402
 
 DATABASE = "branchline_bench_fanout"
@@ -154,10 +154,9 @@ def cpu_seconds(pid: int) -> float:
 
 
 def measure(server: LiveServer, clients: int, processes: int, steps: int) -> dict[str, Any]:
-    from django.db import transaction
     from django.test import Client as HttpClient
 
-    from runner import advance, dispatch, events, services
+    from runner import advance, services
     from tests.factories import ActorFactory, UserFactory, chain_document
     from workflows.services import recipe_import, recipe_publish
 
@@ -178,18 +177,7 @@ def measure(server: LiveServer, clients: int, processes: int, steps: int) -> dic
     shares = [clients // processes + (i < clients % processes) for i in range(processes)]
     pool = [Clients(server.port, cookie, share) for share in shares if share]
 
-    # This process is the worker: the run moves on here, not through Celery messages.
-    dispatch.send_on_commit = lambda run_id: None  # type: ignore[assignment]
-    commits: dict[int, float] = {}
-    push_on_commit = events.push_on_commit
-
-    def stamped_push(run_id: int, owner_id: int, rows: Any) -> None:
-        if rows:
-            seq = rows[0].seq
-            transaction.on_commit(lambda: commits.setdefault(seq, time.perf_counter()))
-        push_on_commit(run_id, owner_id, rows)
-
-    events.push_on_commit = stamped_push  # type: ignore[assignment]
+    commits = run_here_stamping_commits()
     try:
         # The first run warms both sides up (imports, caches, compiled queries); the last counts.
         for _ in range(WARMUP_RUNS + 1):

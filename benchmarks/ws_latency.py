@@ -34,7 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.live_app import scratch_django, served  # noqa: E402
+from benchmarks.live_app import run_here_stamping_commits, scratch_django, served  # noqa: E402
 
 TARGET_P95_MS = 10.0
 DATABASE = "branchline_bench_ws"
@@ -127,10 +127,9 @@ class Client:
 
 
 def measure(port: int, wanted: int) -> list[float]:
-    from django.db import transaction
     from django.test import Client as HttpClient
 
-    from runner import advance, dispatch, events, services
+    from runner import advance, services
     from tests.factories import ActorFactory, UserFactory
     from workflows.services import recipe_import, recipe_publish
 
@@ -142,24 +141,7 @@ def measure(port: int, wanted: int) -> list[float]:
     http.force_login(user)
     client = Client(port, f"sessionid={http.cookies['sessionid'].value}")
 
-    # This process is the worker: runs move on here, not through Celery messages.
-    def no_message(run_id: int) -> None:
-        return None
-
-    dispatch.send_on_commit = no_message  # type: ignore[assignment]
-
-    commits: dict[int, float] = {}
-    push_on_commit = events.push_on_commit
-
-    def stamped_push(run_id: int, owner_id: int, rows: Any) -> None:
-        if rows:
-            # Registered before the push's own callback: it runs the moment COMMIT returns (at
-            # once after a step's one-statement commit, which is its own transaction).
-            seq = rows[0].seq
-            transaction.on_commit(lambda: commits.setdefault(seq, time.perf_counter()))
-        push_on_commit(run_id, owner_id, rows)
-
-    events.push_on_commit = stamped_push  # type: ignore[assignment]
+    commits = run_here_stamping_commits()
 
     delays: list[float] = []
     runs = 0

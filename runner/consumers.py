@@ -483,12 +483,8 @@ class RunEventsConsumer(_Consumer):
 
     async def _forward(self, message: dict[str, Any]) -> None:
         """Send a group message on; the caller holds the send lock."""
-        if message["type"] == "run.tool_call":
-            await self.send_json({"type": "tool_call", "data": message["event"]["data"]})
-            return
-        if message["type"] == "run.token":
-            data = message["event"]["data"]
-            await self.send_json({"type": "token", "seq": data["seq"], "text": data["text"]})
+        if message["type"] != "run.events":  # streamed text or a tool call
+            await self.send_json(fanout.live_payload(message))
             return
         fresh = sorted(
             (e for e in message["events"] if e["seq"] > self.last_seq), key=lambda e: e["seq"]

@@ -92,14 +92,14 @@ class Fanout:
         try:
             channel = await self.layer.new_channel("fanout.")
             await self.layer.group_add(group, channel)
-        except BaseException as exc:
-            # The consumers waiting on it see the failure (Redis unreachable: "try again later").
-            self._stop()
-            if not self.subscribed.done():
-                self.subscribed.set_exception(
-                    exc if isinstance(exc, Exception) else ConnectionError(str(exc))
-                )
+        except asyncio.CancelledError:
+            self.subscribed.cancel()  # its last socket left before it could listen
             raise
+        except Exception as exc:
+            # The sockets waiting on it see the failure (Redis unreachable: "try again later").
+            self._stop()
+            self.subscribed.set_exception(exc)
+            return
         self.subscribed.set_result(None)
         try:
             while True:
@@ -175,17 +175,20 @@ class Fanout:
 
     async def _send_live(self, message: dict[str, Any]) -> None:
         """A token or tool call: not stored, not numbered; to every socket in step."""
-        data = message["event"]["data"]
-        if message["type"] == "run.token":
-            payload = {"type": "token", "seq": data["seq"], "text": data["text"]}
-        else:
-            payload = {"type": "tool_call", "data": data}
-        frame = _frame(payload)
+        frame = _frame(live_payload(message))
         for consumer in list(self.consumers):
             if consumer.takes_frame(consumer.last_seq):
                 await _send(consumer, frame)
             else:
                 await consumer.forward(message)
+
+
+def live_payload(message: dict[str, Any]) -> dict[str, Any]:
+    """What a `run.token` or `run.tool_call` group message sends the browser."""
+    data = message["event"]["data"]
+    if message["type"] == "run.token":
+        return {"type": "token", "seq": data["seq"], "text": data["text"]}
+    return {"type": "tool_call", "data": data}
 
 
 def _frame(payload: dict[str, Any]) -> dict[str, str]:

@@ -10,7 +10,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
-from runner import events, fanout
+from runner import consumers, events, fanout
 from tests.runner.test_consumers import (  # noqa: F401  (fixtures)
     add_events,
     add_events_unpushed,
@@ -139,3 +139,26 @@ async def test_streamed_text_reaches_every_monitor_in_step_once(
             "text": "Once",
         }
         await socket.disconnect()
+
+
+async def test_a_fan_out_that_cannot_join_its_group_asks_its_sockets_to_try_again_later(
+    story_recipe: Recipe, owner: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = await sync_to_async(new_run)(story_recipe, owner)
+    layer = get_channel_layer()
+    group_add = layer.group_add
+
+    async def unreachable(group: str, channel: str) -> None:
+        raise ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(layer, "group_add", unreachable)
+    _, connected, code = await connect(f"/ws/runs/{run.pk}/", owner)
+
+    assert (connected, code) == (False, consumers.CLOSE_TRY_AGAIN_LATER)
+    assert not [key for key in fanout._fanouts if key[1] == run.pk]
+    # Once Redis is back, the next socket starts a fan-out afresh.
+    monkeypatch.setattr(layer, "group_add", group_add)
+    socket = await watch_run(run, owner)
+    pushed = await sync_to_async(add_events)(run.pk, 1)
+    assert await receive_events(socket, until_seq=pushed[-1]) == pushed
+    await socket.disconnect()
