@@ -53,9 +53,8 @@ def execute(session: Session) -> StepOutcome:
     failure = result.failure
     if failure is not None:
         details[FAILURE] = failure
-        # The selection is unknown: a branch reading the failure decides, else the step fails
-        # (its error branch, if any, takes the run on) rather than run the default branch.
-        if not engine.handles_classification_failure(step):
-            outcome.status = StepStatus.FAILED
-            outcome.error = f"classification failed: {failure}"
+        # The selection is unknown: the step fails, and only a branch taken that reads the
+        # failure (or an error branch) takes the run on, never the default branch.
+        outcome.status = StepStatus.FAILED
+        outcome.error = f"classification failed: {failure}"
     return outcome

@@ -204,10 +204,22 @@ ON_ERROR = {
 UNREADABLE = {"classifier": ["perhaps"]}
 
 
+CLASSIFIED = {
+    **UNCLASSIFIED,
+    "name": "classified",
+    "when": {**UNCLASSIFIED["when"], "value": False},
+}
+
+
+@pytest.mark.parametrize(
+    "branches",
+    [(ON_BILLING, OTHERWISE), (CLASSIFIED, ON_BILLING, OTHERWISE)],
+    ids=["no-branch-reads-it", "a-branch-reads-it-but-does-not-hold"],
+)
 def test_a_classifier_with_no_readable_answer_fails_a_step_without_a_branch_for_it(
-    worker: Any, owner: Any, scripted: None
+    worker: Any, owner: Any, scripted: None, branches: tuple[dict[str, Any], ...]
 ) -> None:
-    recipe = publish(owner, triage(ON_BILLING, OTHERWISE))
+    recipe = publish(owner, triage(*branches))
     run = services.run_start(user=owner, recipe=recipe, inputs={}, script=UNREADABLE)
     run = wait_for(run, RunStatus.SUCCEEDED, RunStatus.FAILED)
 

@@ -26,9 +26,6 @@ from workflows.engine.classification import (
     parse_classifier_answer,
 )
 from workflows.engine.conditions import EvalContext, Judge, evaluate_condition
-from workflows.engine.conditions.classification_failed import (
-    handles_failure as handles_classification_failure,
-)
 from workflows.engine.conditions.logical import SEVERAL_OPERANDS
 from workflows.engine.conditions.reader import CONDITION_KEYS
 from workflows.engine.conditions.registry import combinator
@@ -138,7 +135,6 @@ __all__ = [
     "evaluation_prompt",
     "format_cost",
     "format_sources",
-    "handles_classification_failure",
     "judge_prompt",
     "lint_errors",
     "lint_recipe",

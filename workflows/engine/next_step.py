@@ -28,6 +28,7 @@ from workflows.engine.conditions import (
     EvalContext,
     Judge,
     asks_about_budget,
+    asks_about_classification,
     asks_about_failure,
     evaluate_condition,
 )
@@ -242,12 +243,18 @@ def _outcome(kind: str, action: str | None, state: RunState) -> RunOutcome | Non
 
 def _unhandled_failure(step: StepSpec, result: StepResult, taken: BranchSpec | None) -> str | None:
     """Return why the run fails with its step, or None when the step did not fail or the
-    branch taken handles the failure (its condition asks about errors or timeouts, or about
-    the budget when the budget stopped the step)."""
+    branch taken handles the failure (its condition asks about errors or timeouts, about the
+    budget when the budget stopped the step, or about the classifier when it failed)."""
     if result.error is None and not result.timed_out:
         return None
     if taken is not None and asks_about_failure(taken.when):
         return None
     if taken is not None and result.budget_exceeded and asks_about_budget(taken.when):
+        return None
+    if (
+        taken is not None
+        and result.classification_failure
+        and asks_about_classification(taken.when)
+    ):
         return None
     return f"step '{step.key}' failed: {result.error or 'timed out'}"

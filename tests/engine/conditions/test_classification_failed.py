@@ -1,7 +1,7 @@
 """`classification_failed`: a classify step whose classifier gave no readable answer.
 
-The classification reports the routes it could not read; `decide` takes a branch reading the
-failure; `handles_classification_failure` tells the runner whether the step must fail instead.
+The classification reports the routes it could not read; the runner fails the step, and only
+a branch taken that reads the failure (or an error branch) takes the run on.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from workflows.engine import (
     StepResult,
     classify,
     decide,
-    handles_classification_failure,
     lint_recipe,
 )
 from workflows.engine.conditions.classification_failed import CONDITION_TYPE
@@ -112,7 +111,11 @@ ON_ERROR = branch(
 def test_decide_takes_the_branch_reading_the_failure_before_the_default() -> None:
     g = triage(UNSURE, ON_ROUTE, OTHERWISE)
     state = RunState.start(g, {"topic": "x"})
-    result = StepResult("triage", route_selection=(), classification_failure="billing: ...")
+    result = StepResult(
+        "triage",
+        error="classification failed: billing: ...",
+        classification_failure="billing: ...",
+    )
     decision = decide(g, state, result)
     assert (decision.kind, decision.next_step, decision.branch) == ("goto", "apologise", "unsure")
     assert decision.evaluations[0].reason == "classification failed: billing: ..."
@@ -126,29 +129,27 @@ def test_decide_passes_the_branch_by_when_the_classifier_was_read() -> None:
 
 
 @pytest.mark.parametrize(
-    ("branches", "handled"),
+    "branches",
     [
-        ((UNSURE, OTHERWISE), True),
-        # Nested in a combination, and asking for `false`, it still reads the failure.
-        (
-            (
-                branch(
-                    "sure", 1, {"type": "not", "conditions": [failed(False)]}, target="apologise"
-                ),
-            ),
-            True,
-        ),
-        ((ON_ERROR, OTHERWISE), False),
-        ((OTHERWISE,), False),
-        ((), False),
-        ((dict(UNSURE, active=False), OTHERWISE), False),
+        # A branch that reads the failure but does not hold, asking for `false`, then the default.
+        (branch("sure", 1, failed(False), target="pay"), OTHERWISE),
+        (branch("sure", 1, {"type": "not", "conditions": [failed(True)]}, target="pay"),),
+        (OTHERWISE,),
     ],
 )
-def test_a_step_handles_the_failure_only_with_an_active_branch_reading_it(
-    branches: tuple[dict[str, Any], ...], handled: bool
+def test_an_unread_failed_classification_fails_the_run_whatever_else_matches(
+    branches: tuple[dict[str, Any], ...],
 ) -> None:
     g = triage(*branches)
-    assert handles_classification_failure(g.step("triage")) is handled
+    state = RunState.start(g, {"topic": "x"})
+    result = StepResult(
+        "triage",
+        error="classification failed: billing: ...",
+        classification_failure="billing: ...",
+    )
+    decision = decide(g, state, result)
+    assert (decision.kind, decision.next_step) == ("fail", None)
+    assert "classification failed" in decision.reason
 
 
 def test_a_failed_classification_with_only_an_error_branch_goes_there() -> None:

@@ -17,6 +17,7 @@ __all__ = [
     "EvalContext",
     "Judge",
     "asks_about_budget",
+    "asks_about_classification",
     "asks_about_failure",
     "evaluate_condition",
     "prepare",
@@ -42,18 +43,25 @@ def evaluate_condition(condition: Condition, ctx: EvalContext) -> tuple[bool, st
 
 def asks_about_failure(condition: Condition) -> bool:
     """Tell whether `condition` (or an operand, at any depth) asks whether the step failed."""
-    kind = condition_type(condition.type)
-    if kind is not None and kind.asks_about_failure:
-        return True
-    return any(asks_about_failure(sub) for sub in condition.conditions)
+    return _asks(condition, "asks_about_failure")
 
 
 def asks_about_budget(condition: Condition) -> bool:
     """Tell whether `condition` (or an operand, at any depth) reads the run's budget."""
+    return _asks(condition, "asks_about_budget")
+
+
+def asks_about_classification(condition: Condition) -> bool:
+    """Tell whether `condition` (or an operand, at any depth) reads whether the classifier
+    failed."""
+    return _asks(condition, "asks_about_classification")
+
+
+def _asks(condition: Condition, flag: str) -> bool:
     kind = condition_type(condition.type)
-    if kind is not None and kind.asks_about_budget:
+    if kind is not None and getattr(kind, flag):
         return True
-    return any(asks_about_budget(sub) for sub in condition.conditions)
+    return any(_asks(sub, flag) for sub in condition.conditions)
 
 
 # Every branch is evaluated after every step: one lookup by type name (aliases included)

@@ -85,7 +85,8 @@ class ConditionType:
     step's uses of the type (it is called for every step). `asks_about_failure`: the
     condition reads whether the step failed, so its branch may handle a failed step.
     `asks_about_budget`: the condition reads the run's budget, so its branch may handle a
-    step the budget stopped (and no other failure).
+    step the budget stopped (and no other failure); `asks_about_classification` likewise, a
+    classify step whose classifier gave no readable answer.
     """
 
     name: str
@@ -100,6 +101,7 @@ class ConditionType:
     lint: Lint | None = None
     asks_about_failure: bool = False
     asks_about_budget: bool = False
+    asks_about_classification: bool = False
     aliases: tuple[str, ...] = ()
     operator_aliases: Mapping[str, str] = field(default_factory=dict)
 

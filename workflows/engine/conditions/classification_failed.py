@@ -1,14 +1,14 @@
 """`classification_failed`: the classify step got no readable answer (or, with `false`, did).
 
 A classifier whose answer about a route stays unreadable after its reclassifications leaves
-the selection unknown. The step then fails with the reason (its error branch, if any, takes
-the run on) unless one of its branches reads this condition (`handles_failure`): choosing
+the selection unknown. The step then fails with the reason, and only a branch taken that reads
+this condition (`asks_about_classification`) or asks about errors takes the run on: choosing
 the default branch on an unknown selection would hide the failure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from workflows.engine.answers import shorten
@@ -38,17 +38,6 @@ def evaluate(condition: Condition, prepared: Any, ctx: EvalContext) -> tuple[boo
     return prepared is True, f"classification failed: {shorten(failure, _REASON_LIMIT)}"
 
 
-def _conditions(condition: Condition) -> Iterator[Condition]:
-    yield condition
-    for sub in condition.conditions:
-        yield from _conditions(sub)
-
-
-def handles_failure(step: StepSpec) -> bool:
-    """Tell whether an active branch of the step reads `classification_failed`."""
-    return any(c.type == NAME for branch in step.active_branches for c in _conditions(branch.when))
-
-
 def lint(step: StepSpec, uses: Sequence[ConditionUse], step_path: str) -> list[str]:
     """Warn about the condition on a step that classifies nothing: it never holds."""
     if step.kind == CLASSIFY:
@@ -60,7 +49,8 @@ CONDITION_TYPE = ConditionType(
     name=NAME,
     label="Classification failed",
     help="The classify step got no readable answer from its classifier, even after asking "
-    "again; without such a branch (or an error branch) the step fails.",
+    "again: the step fails, and only a branch taken on this condition (or an error branch) "
+    "takes the run on.",
     operators=(Operator("equals", "is", "="),),
     fields=(
         FieldSpec(
@@ -76,4 +66,5 @@ CONDITION_TYPE = ConditionType(
     prepare=prepare_flag,
     evaluate=evaluate,
     lint=lint,
+    asks_about_classification=True,
 )
