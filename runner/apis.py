@@ -288,7 +288,7 @@ class RunListApi(APIView):
     )
     def get(self, request: Request) -> Response:
         """The runs the caller may see, newest first."""
-        runs = selectors.runs_visible_to(request.user)
+        runs = selectors.runs_listed(request.user)
         if (value := request.query_params.get("status")) is not None:
             if value not in RunStatus.values:
                 raise ValidationError({"status": f"one of {', '.join(RunStatus.values)}"})

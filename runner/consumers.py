@@ -262,6 +262,8 @@ class _SharedReads:
             result.set_result(await _open_task_fingerprints(sorted(wanted)))
         except Exception as exc:
             result.set_exception(exc)
+        finally:
+            result.cancel()  # cancelled itself (its loop is closing): its readers must not wait
 
 
 _shared_reads: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _SharedReads] = (

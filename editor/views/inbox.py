@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from runner.human import BadDecision, NotInGroup, TaskClosed, task_decide
 from runner.models import HumanTask
 from runner.selectors import tasks_for_reviewer
-from workflows.apis.pagination import CursorInvalid, Keyset, PageOfList, keyset_window, query_with
+from workflows.apis.pagination import Keyset, keyset_window
 
 from .runs import HtmxHttpRequest
 
@@ -47,12 +47,10 @@ def inbox(request: HtmxHttpRequest) -> HttpResponse:
     """List the open tasks of the user's reviewer groups, oldest first, a page at a time; with
     htmx, only the page's cards (the script's "Load more")."""
     tasks = tasks_for_reviewer(request.user)
-    cursor_error = ""
-    try:
-        page = keyset_window(tasks, request.GET, per_page=PAGE_SIZE)
-    except CursorInvalid:
-        cursor_error = "cursor: this link does not name a place in your inbox."
-        page = PageOfList([], None, query_with(request.GET, cursor=None))
+    page = keyset_window(tasks, request.GET, per_page=PAGE_SIZE)
+    cursor_error = (
+        "cursor: this link does not name a place in your inbox." if page.bad_cursor else ""
+    )
     status = 400 if cursor_error else 200
     context = {
         "tasks": _with_positions(request.user, page.items),

@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from workflows.apis.pagination import CursorInvalid, PageOfList, keyset_window, query_with
+from workflows.apis.pagination import keyset_window
 from workflows.selectors import recipes_listed
 from workflows.services import RecipeConflict, recipe_import
 from workflows.validators import RecipeRejected
@@ -24,12 +24,10 @@ def recipe_list(request: HttpRequest) -> HttpResponse:
     """List the recipes the user may see, by name, a page at a time, matching the search."""
     query = request.GET.get("q", "").strip()
     recipes = recipes_listed(request.user, query=query).select_related("owner")
-    cursor_error = ""
-    try:
-        page = keyset_window(recipes, request.GET, per_page=RECIPES_PER_PAGE)
-    except CursorInvalid:
-        cursor_error = "This link does not name a place in the list of recipes."
-        page = PageOfList([], None, query_with(request.GET, cursor=None, page=None))
+    page = keyset_window(recipes, request.GET, per_page=RECIPES_PER_PAGE)
+    cursor_error = (
+        "This link does not name a place in the list of recipes." if page.bad_cursor else ""
+    )
     context = {"page": page, "query": query, "cursor_error": cursor_error}
     return render(request, "editor/recipe_list.html", context, status=400 if cursor_error else 200)
 

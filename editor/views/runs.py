@@ -20,11 +20,11 @@ from django_htmx.middleware import HtmxDetails
 from runner import tracing
 from runner.inputs import InputsInvalid
 from runner.models import Run, RunEvent, StepRun
-from runner.selectors import run_get, run_steps, runs_of_recipe, runs_visible_to
+from runner.selectors import run_get, run_steps, runs_listed, runs_of_recipe
 from runner.services import RunFinished, RunNotStartable, run_cancel, run_start
 from runner.status import TERMINAL, RunStatus
 from workflows import engine
-from workflows.apis.pagination import CursorInvalid, PageOfList, keyset_window, query_with
+from workflows.apis.pagination import PageOfList, keyset_window
 from workflows.selectors import recipe_get, recipes_visible_to
 
 from ..catalog import catalog
@@ -74,19 +74,15 @@ def run_new(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def run_list(request: HtmxHttpRequest) -> HttpResponse:
     """List the runs the user may see, newest first, filtered by recipe and status."""
-    runs = runs_visible_to(request.user)
+    runs = runs_listed(request.user)
     recipe_slug = request.GET.get("recipe", "")
     status = request.GET.get("status", "")
     if recipe_slug:
         runs = runs_of_recipe(runs, recipe_slug)
     if status in RunStatus.values:
         runs = runs.filter(status=status)
-    cursor_error = ""
-    try:
-        page = keyset_window(runs, request.GET, per_page=RUNS_PER_PAGE)
-    except CursorInvalid:
-        cursor_error = "This link does not name a place in the list of runs."
-        page = PageOfList([], None, query_with(request.GET, cursor=None, page=None))
+    page = keyset_window(runs, request.GET, per_page=RUNS_PER_PAGE)
+    cursor_error = "This link does not name a place in the list of runs." if page.bad_cursor else ""
     context = {
         "page": page,
         "count": _run_count(runs, page),
@@ -106,7 +102,7 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
 
 def _run_count(runs: QuerySet[Run], page: PageOfList) -> int:
     """Return how many runs the list holds: counted only when it has more than one page."""
-    return runs.count() if page.has_other_pages else len(page.items)
+    return runs.count() if page.has_other_pages and not page.bad_cursor else len(page.items)
 
 
 @login_required

@@ -321,6 +321,7 @@ class PageOfList:
     items: list[Any]
     next_query: str | None
     first_query: str | None  # None on the first page
+    bad_cursor: bool = False  # the cursor named no place in the list: no items, a first link
 
     @property
     def has_other_pages(self) -> bool:
@@ -328,13 +329,17 @@ class PageOfList:
 
 
 def keyset_window(queryset: QuerySet[Any], params: QueryDict, *, per_page: int) -> PageOfList:
-    """Return the page of `queryset` that `params`' `cursor` names; raise CursorInvalid.
+    """Return the page of `queryset` that `params`' `cursor` names (`bad_cursor` when it names
+    none: the page then says so, with 400, and links to the first page).
 
     The links keep the page's other parameters (its filters); `page`, the number of the
     paginators before cursors, is dropped.
     """
     keyset = Keyset(queryset)
-    after = keyset.position(params.get("cursor"))
+    try:
+        after = keyset.position(params.get("cursor"))
+    except CursorInvalid:
+        return PageOfList([], None, query_with(params, cursor=None, page=None), bad_cursor=True)
     page = keyset.page(after=after, limit=per_page)
     return PageOfList(
         page.items,
