@@ -346,6 +346,14 @@ RUN_MAX_STEP_CLAIMS = env.int("RUN_MAX_STEP_CLAIMS", default=5)
 RUN_TIME_SLICE_SECONDS = env.float("RUN_TIME_SLICE_SECONDS", default=2.0)
 RUN_REQUEUE_AFTER_SECONDS = env.int("RUN_REQUEUE_AFTER_SECONDS", default=60)
 RUN_BEAT_INTERVAL_SECONDS = env.float("RUN_BEAT_INTERVAL_SECONDS", default=5.0)
+# Actors' limits (runner/capacity.py): the window of `max_calls_per_minute` (60; shorter only in
+# tests), and how long a step whose actor is full waits in the queue before it looks again.
+ACTOR_RATE_WINDOW_SECONDS = env.float("ACTOR_RATE_WINDOW_SECONDS", default=60.0)
+ACTOR_FULL_RETRY_SECONDS = env.float("ACTOR_FULL_RETRY_SECONDS", default=0.5)
+if ACTOR_RATE_WINDOW_SECONDS <= 0 or ACTOR_FULL_RETRY_SECONDS <= 0:
+    raise ImproperlyConfigured(
+        "ACTOR_RATE_WINDOW_SECONDS and ACTOR_FULL_RETRY_SECONDS are positive numbers of seconds"
+    )
 CELERY_BEAT_SCHEDULE = {
     "reap-runs": {"task": "runner.reap_runs", "schedule": RUN_BEAT_INTERVAL_SECONDS},
     "expire-tasks": {"task": "runner.expire_tasks", "schedule": 10.0},

@@ -208,11 +208,13 @@ def grouped_hbars(
     category_label: str = "",
     extra: Sequence[tuple[str, Sequence[str]]] = (),
     links: Sequence[str] = (),
+    maximum: float = 0,
 ) -> Chart:
     """Draw a row per category with one horizontal bar per series.
 
     `extra` adds columns to the table only (e.g. how many values a percentile was taken of);
-    `links` gives the table's category cells an address each.
+    `links` gives the table's category cells an address each; `maximum` is where the scale
+    ends at least (a rate's 100%), so bars of small values do not fill the row.
     """
     series = _colored(series)
     values = _values(series)
@@ -228,7 +230,8 @@ def grouped_hbars(
         right=72,  # the value written after the longest bar
         plot_height=row * len(categories),
     )
-    axis = _Axis(max(values, default=0), height=canvas.plot_width, integers=fmt is integer)
+    top = max(maximum, *values) if values else maximum
+    axis = _Axis(top, height=canvas.plot_width, integers=fmt is integer)
     for i, category in enumerate(categories):
         y = canvas.plot_top + i * row + 5
         canvas.row_label(category, y + row / 2 - 5)

@@ -16,6 +16,7 @@ from .views import (
     testing,
     tools,
     versions,
+    works,
 )
 
 urlpatterns = [
@@ -64,6 +65,11 @@ urlpatterns = [
     ),
     path("recipes/<slug:slug>/tests/", testing.recipe_tests_page, name="recipe-tests"),
     path("recipes/<slug:slug>/stats/", stats.recipe_stats, name="recipe-stats"),
+    path(
+        "recipes/<slug:slug>/steps/<str:key>/works/",
+        works.step_works_page,
+        name="recipe-step-works",
+    ),
     # Actor names may hold any character, '/' too.
     path("actors/<path:name>/", stats.actor_stats, name="actor-stats"),
     path("recipes/<slug:slug>/tests/run/", testing.recipe_tests_run_all, name="recipe-tests-run"),

@@ -10,6 +10,7 @@ from django.contrib.auth.models import Group
 
 from workflows.models import Actor
 
+from .capacity import NO_LIMITS, Limits
 from .model_calls import NO_PRICES, Prices
 from .providers import (
     ActorConfig,
@@ -33,6 +34,9 @@ class ResolvedActor:
     scripted: tuple[str, ...] | None = None  # dry-run answers for this alias
     problem: str | None = None  # why the actor's row cannot run (`path: message`), if it cannot
     prices: Prices = NO_PRICES  # read once per time slice: a call is priced as it is made
+    # The actor's workload limits, read with it (runner.capacity); none for a dry-run script,
+    # whose answers are no calls to a model.
+    limits: Limits = NO_LIMITS
 
     @property
     def provider_name(self) -> str:
@@ -94,6 +98,7 @@ def resolve(
         scripted=scripted,
         problem=problem,
         prices=prices,
+        limits=Limits.of(actor) if scripted is None else NO_LIMITS,
     )
 
 

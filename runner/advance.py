@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from workflows import engine
 
-from . import actors, dispatch, events, model_calls, notifications, store, tracing
+from . import actors, capacity, dispatch, events, model_calls, notifications, store, tracing
 from .claims import SCRIPTED_TIMEOUT, Claim, StepCommit, StepOutcome
 from .lease import LeaseKeeper
 from .models import BranchEvaluation, HumanTask, ModelCall, StepRun
@@ -49,12 +49,40 @@ def advance(run_id: int, *, time_slice: float | None = None, resume_token: str =
     try:
         with LeaseKeeper(claim.run_id, claim.token):
             while claim is not None:
-                with tracing.step_span(claim) as span:
-                    outcome, decision = execute(claim)
-                    span.result(outcome, decision)
+                try:
+                    with tracing.step_span(claim) as span:
+                        outcome, decision = execute(claim)
+                        span.result(outcome, decision)
+                except capacity.ActorFull as full:
+                    wait_for_capacity(claim, full)
+                    return
                 claim = commit(claim, outcome, decision, go_on=time.monotonic() < deadline)
     except DATABASE_ERRORS as exc:
         raise Interrupted(run_id, claim.token if claim else "") from exc
+
+
+def wait_for_capacity(claim: Claim, full: capacity.ActorFull) -> None:
+    """Give the claimed step back to the queue, unexecuted, until its actor has a free slot.
+
+    Its worker goes on with other runs meanwhile (it does not spin), and the step does not
+    fail: the run's message comes back after a short countdown (or when the rate window frees
+    a slot), and its next claim tries again. A lease lost meanwhile leaves the run to the
+    worker that took it over.
+    """
+    try:
+        store.give_back(claim)
+    except store.Fenced:
+        return
+    countdown = max(full.retry_after_s, capacity.full_retry_seconds())
+    log.info(
+        "run %s: step #%s (%s) waits %.1f s in the queue: %s",
+        claim.run_id,
+        claim.seq,
+        claim.step.key,
+        countdown,
+        full,
+    )
+    dispatch.send_on_commit(claim.run_id, countdown=countdown)
 
 
 class Interrupted(Exception):
@@ -173,6 +201,8 @@ def _step_run(claim: Claim, outcome: StepOutcome) -> StepRun:
             kind=step.kind,
             actor_alias=outcome.actor_alias,
             actor_name=outcome.actor_name,
+            variant=outcome.variant,
+            choice=outcome.choice,
             started_at=outcome.started_at,
             prompt=outcome.prompt,
         )
@@ -202,10 +232,19 @@ def _apply_decision(commit: StepCommit, decision: engine.Decision) -> None:
     step = commit.claim.step
     if decision.kind in ("goto", "repeat", "retry_actor"):
         commit.next = {"step": decision.next_step or step.key}
+        if decision.feedback:
+            # A failure sent back (RECLASSIFICATION, REPLANNING): the step's `{feedback}`.
+            commit.next["feedback"] = decision.feedback
         if decision.kind == "repeat" and decision.prompt_suffix:
             commit.next["prompt_suffix"] = decision.prompt_suffix
-        if decision.kind == "retry_actor" and decision.actor:
-            commit.next["actor"] = decision.actor
+        if decision.kind in ("repeat", "retry_actor"):
+            # The visit goes on: with the actor and variant chosen for it (a repeat keeps
+            # them), so a learning step does not choose again (`steps.llm`).
+            if decision.actor:
+                commit.next["actor"] = decision.actor
+            commit.next["variant"] = decision.variant
+            if decision.choice is not None:
+                commit.next["choice"] = decision.choice.as_json()
     elif decision.kind == "complete":
         # The engine says whether an approval or a handled error marks the run's outcome.
         _finish(commit, RunStatus.SUCCEEDED, decision.outcome or Outcome.COMPLETED, "")

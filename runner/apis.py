@@ -118,6 +118,15 @@ class StepOutput(serializers.ModelSerializer):
         help_text="what the branch taken after this attempt counts it as: success, failure or "
         "neutral (its `counts_as`); empty while the step runs"
     )
+    variant = serializers.CharField(
+        help_text="the prompt variant the attempt asked with: a declared variant's name, "
+        "'+ SUFFIX' for a suffix learned from a repeat, empty for the step's own prompt"
+    )
+    choice = serializers.JSONField(
+        allow_null=True,
+        help_text="how the learner chose this attempt's actor and variant (rule, explored, "
+        "reason, each candidate's evidence); null when it did not choose",
+    )
 
     class Meta:
         model = StepRun
@@ -138,6 +147,8 @@ class StepOutput(serializers.ModelSerializer):
             "model_calls",
             "confidence",
             "outcome",
+            "variant",
+            "choice",
             "details",
             "started_at",
             "finished_at",

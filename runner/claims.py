@@ -63,6 +63,10 @@ class StepOutcome:
     timed_out: bool = False
     actor_alias: str = ""
     actor_name: str = ""
+    # The prompt variant asked with ("": the step's own prompt), and how the learner chose
+    # the actor and variant (`engine.Choice.as_json`) when it did.
+    variant: str = ""
+    choice: dict[str, Any] | None = None
     latency_ms: int | None = None
     tokens_in: int | None = None
     tokens_out: int | None = None

@@ -31,14 +31,18 @@ def enqueue(run_id: int, *, priority: int | None = None) -> None:
     send_on_commit(run_id, priority=priority)
 
 
-def send_on_commit(run_id: int, *, priority: int | None = None) -> None:
+def send_on_commit(
+    run_id: int, *, priority: int | None = None, countdown: float | None = None
+) -> None:
     """Send the run's message once the current transaction commits; the caller has set the
-    run's `enqueued_at` in it (the reaper resends messages that never left)."""
-    transaction.on_commit(lambda: send(run_id, priority=priority))
+    run's `enqueued_at` in it (the reaper resends messages that never left). With
+    `countdown`, a worker gets it that many seconds later."""
+    transaction.on_commit(lambda: send(run_id, priority=priority, countdown=countdown))
 
 
-def send(run_id: int, *, priority: int | None = None) -> bool:
-    """Send the run's message now; return whether the broker took it.
+def send(run_id: int, *, priority: int | None = None, countdown: float | None = None) -> bool:
+    """Send the run's message now (or for `countdown` seconds later); return whether the
+    broker took it.
 
     What the message asks for is already committed, so a broker that is down or frozen must
     not fail (or hold up) the caller: the send is bounded by the broker's socket timeouts,
@@ -49,7 +53,12 @@ def send(run_id: int, *, priority: int | None = None) -> bool:
     else:
         try:
             current_app.send_task(
-                ADVANCE_TASK, (run_id,), priority=priority, retry=False, ignore_result=True
+                ADVANCE_TASK,
+                (run_id,),
+                priority=priority,
+                countdown=countdown,
+                retry=False,
+                ignore_result=True,
             )
             sent = True
         except Exception as exc:  # kombu's and redis-py's errors have no common base

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
+from .capacity import forget_old_slots
 from .dispatch import RECOVERY_PRIORITY, enqueue
 from .idempotency import forget_old_keys
 from .models import Run
@@ -48,6 +49,7 @@ def reap(*, now: object = None) -> int:
         log.info("run %s: handing it to a worker again", run_id)
         enqueue(run_id, priority=RECOVERY_PRIORITY)
     forget_old_keys(now=now)
+    forget_old_slots(now=now)
     return len(ids)
 
 

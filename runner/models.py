@@ -30,7 +30,7 @@ class Run(models.Model):
     outcome = models.CharField(max_length=20, choices=Outcome.choices, blank=True)
     error = models.TextField(blank=True)
     # The engine's RunState, and what the next claim executes: {"step", "prompt_suffix", "actor",
-    # "resume_task"}; empty when there is nothing to do.
+    # "variant", "choice", "resume_task"}; empty when there is nothing to do.
     state = models.JSONField(default=dict)
     next = models.JSONField(default=dict, blank=True)
     next_seq = models.PositiveIntegerField(default=1)
@@ -123,6 +123,10 @@ class StepRun(models.Model):
     # success | failure | neutral, from the branch taken after it (`engine.attempt_outcome`);
     # "" on rows committed before outcomes were recorded.
     outcome = models.CharField(max_length=10, blank=True, db_default="")
+    # The prompt variant the attempt asked with ("": the step's own prompt), and how its actor
+    # and variant were chosen when the learner chose them (`engine.Choice.as_json`), else null.
+    variant = models.CharField(max_length=200, blank=True, db_default="")
+    choice = models.JSONField(null=True, blank=True)
     # Validation attempts, classifier trace, decision-tree trace, fallback notice.
     details = models.JSONField(default=dict, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -347,3 +351,28 @@ class IdempotentRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} of user {self.user_id}"
+
+
+class ActorSlot(models.Model):
+    """One call to a limited actor, held while it is in flight (`runner.capacity`).
+
+    Written only for actors with `max_concurrency` or `max_calls_per_minute`. A slot is in
+    flight until `released_at`, or until `expires_at` (its call's time budget and a margin) for
+    a worker that died holding it; every slot counts towards the actor's rate for the window
+    after `acquired_at`. The reaper deletes the slots that count for neither any more.
+    """
+
+    # The actor's name (not a key: a slot outlives nothing, and deleting an actor that a run
+    # still calls is refused anyway).
+    actor = models.CharField(max_length=200)
+    run_id = models.BigIntegerField(null=True, blank=True)
+    seq = models.PositiveIntegerField(null=True, blank=True)
+    acquired_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    released_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["actor", "acquired_at"], name="actor_slot_by_actor")]
+
+    def __str__(self) -> str:
+        return f"slot of {self.actor} since {self.acquired_at:%H:%M:%S}"

@@ -35,7 +35,7 @@ from .models import ModelCall, Run, RunEvent, StepRun
 from .selectors import run_steps
 from .services import check_script
 from .status import RunStatus, StepStatus
-from .steps import given, sources, tool_calls
+from .steps import TRANSIENT, classify, given, sources, tool_calls
 from .versions import version_graph
 
 RESUMABLE = frozenset({RunStatus.FAILED, RunStatus.CANCELLED})
@@ -241,6 +241,14 @@ def run_fork(
             next_["prompt_suffix"] = move.prompt_suffix
         if move.kind == "retry_actor":
             next_["actor"] = state.actor_override = at.actor_alias or move.actor
+        # And with the same prompt variant (a suffix the parent's attempt was recorded with
+        # comes back through `prompt_suffix`).
+        if not at.variant.startswith(engine.SUFFIX_MARK):
+            next_["variant"] = at.variant
+    if move is not None and move.feedback and move.next_step == at.step_key:
+        # The parent sent a failure back to the step (RECLASSIFICATION, REPLANNING): so does
+        # the fork.
+        next_["feedback"] = move.feedback
     calls = _calls_before(run, at_seq, history)
     if script is not None:
         # A new script answers from its first answer on.
@@ -284,6 +292,11 @@ def _recorded(step: StepRun) -> RecordedStep:
         comment=step.response if step.kind == "human" else None,
         route_selection=tuple(selected) if isinstance(selected, list) else None,
         hits=() if "retrieval" in step.details else None,
+        # How it failed, for the severity of a branch that sent the failure back.
+        error=step.error or None,
+        timed_out=step.status == StepStatus.TIMED_OUT,
+        transient=bool(step.details.get(TRANSIENT)),
+        classification_failure=step.details.get(classify.FAILURE) or None,
     )
     taken = next((e.branch for e in step.evaluations.all() if e.taken), None)
     return RecordedStep(result, taken=taken, actor=step.actor_alias or None)

@@ -294,7 +294,7 @@ def _attempt(state: engine.RunState, next_: dict[str, Any]) -> int:
 
 def _started(claim: Claim) -> list[events.Event]:
     """The claimed step's `step.started`, unless it resumes a human step (started already)."""
-    if claim.next.get("resume_task"):
+    if claim.next.get("resume_task") or claim.next.get(WAITING) == claim.seq:
         return []
     step = claim.step
     return [
@@ -324,6 +324,41 @@ def _fail_unclaimed(run: Run, error: str) -> None:
     finished = events.run_finished(status=RunStatus.FAILED, outcome=Outcome.FAILED, error=error)
     with suppress(Fenced):  # another writer moved it: its next claim looks again
         _write(_fence_of(run), changes, [finished], exact_events=True)
+
+
+# In a run's `next`: the seq of a step given back to the queue to wait for its actor, whose
+# `step.started` was told already (its next claims do not tell it again).
+WAITING = "waiting"
+
+
+def give_back(claim: Claim) -> None:
+    """Hand a claimed step back to the queue unexecuted (its actor is full: runner.capacity),
+    if the worker still holds the lease (else raise Fenced, having written nothing).
+
+    The run keeps its next step, marked as waiting so that however many times it is claimed
+    and given back, its `step.started` is told once; and the claim is not counted among the
+    step's lost claims, so that a step may wait for its actor as long as it must without
+    being failed as lost.
+    """
+    fence = _fence_of_claim(claim)
+    with transaction.atomic():
+        # The run's `next` as stored (the claim's copy may have been changed by the step);
+        # only the lease holder changes it, and the fence below checks the lease again.
+        stored = (
+            Run.objects.filter(pk=fence.run_id, lease_token=fence.token, next_seq=fence.seq)
+            .values_list("next", flat=True)
+            .first()
+        )
+        if not stored:
+            raise Fenced
+        changes = {
+            "next": {**stored, WAITING: claim.seq},
+            "lease_token": "",
+            "lease_expires_at": None,
+            "claims": F("claims") - 1,
+            "enqueued_at": timezone.now(),
+        }
+        _fence(fence, changes, 0)
 
 
 # --------------------------------------------------------------------------------------------

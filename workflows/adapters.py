@@ -12,6 +12,7 @@ from .recipe_format import FORMAT
 
 # Step fields kept in Step.config, by kind; exported only when set.
 STEP_CONFIG_FIELDS = (
+    "failure_severity",
     "tree",
     "leaf_targets",
     "routes",
@@ -26,6 +27,9 @@ STEP_CONFIG_FIELDS = (
     "max_tool_seconds",
     "tool",
     "arguments",
+    "max_attempts",
+    "variants",
+    "candidates",
 )
 
 
@@ -43,6 +47,8 @@ def document_from_recipe(recipe: Recipe) -> dict[str, Any]:
     }
     if recipe.budget:  # only when set: a recipe without limits exports as it always did
         doc["budget"] = recipe.budget
+    if recipe.learning:  # likewise: the defaults are not written out
+        doc["learning"] = recipe.learning
     doc["steps"] = [_step_document(step) for step in steps]
     return doc
 
@@ -93,6 +99,7 @@ def write_recipe_rows(
     recipe.description = doc.get("description", "")
     recipe.inputs = doc.get("inputs", {})
     recipe.budget = doc.get("budget") or None
+    recipe.learning = doc.get("learning") or None
     recipe.save()
     recipe.actor_aliases.all().delete()
     recipe.steps.all().delete()

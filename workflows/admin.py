@@ -46,6 +46,8 @@ class ActorForm(forms.ModelForm):
             "price_in_per_million",
             "price_out_per_million",
             "currency",
+            "max_concurrency",
+            "max_calls_per_minute",
         ]
 
     def clean(self) -> dict[str, Any]:
@@ -86,6 +88,8 @@ class ActorAdmin(admin.ModelAdmin):
         "price_in_per_million",
         "price_out_per_million",
         "currency",
+        "max_concurrency",
+        "max_calls_per_minute",
     ]
     list_filter = ["kind", "provider"]
     search_fields = ["name", "model"]

@@ -74,6 +74,21 @@ class Actor(models.Model):
         help_text="price of a million output (answer) tokens",
     )
     currency = models.CharField(max_length=3, default="USD", validators=[CURRENCY_VALIDATOR])
+    # Workload limits, shared by every worker through the database (runner.capacity); empty:
+    # no limit, and the actor's calls never touch the slots table. A step whose actor is full
+    # waits in the queue.
+    max_concurrency = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="calls in flight at once, across every worker (empty: no limit)",
+    )
+    max_calls_per_minute = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="calls started in any minute, across every worker (empty: no limit)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -96,6 +111,16 @@ class Actor(models.Model):
                 name="actor_price_out_not_negative",
                 condition=models.Q(price_out_per_million__isnull=True)
                 | models.Q(price_out_per_million__gte=0),
+            ),
+            # 0 would make the actor's steps wait for ever: no limit is written empty.
+            models.CheckConstraint(
+                name="actor_max_concurrency_positive",
+                condition=models.Q(max_concurrency__isnull=True) | models.Q(max_concurrency__gte=1),
+            ),
+            models.CheckConstraint(
+                name="actor_max_calls_per_minute_positive",
+                condition=models.Q(max_calls_per_minute__isnull=True)
+                | models.Q(max_calls_per_minute__gte=1),
             ),
         ]
 
@@ -140,6 +165,8 @@ class Recipe(models.Model):
     inputs = models.JSONField(default=dict, blank=True)
     # The limits of each run (format v1 `budget`, see workflows/engine/budget.py); None: none.
     budget = models.JSONField(null=True, blank=True)
+    # How its steps learn (format v1 `learning`, see workflows/engine/learner.py); None: defaults.
+    learning = models.JSONField(null=True, blank=True)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="recipes"
     )

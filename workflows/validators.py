@@ -222,6 +222,11 @@ def _actor_kind_errors(graph: engine.RecipeGraph, actors: dict[str, Actor | Grou
     for i, step in enumerate(graph.steps):
         kind = engine.step_kind(step.kind)
         needs = kind.actor_kind if kind is not None else None
+        for j, alias in enumerate(step.candidates):
+            if alias in actors and _is_human(actors[alias]):
+                errors.append(f"steps[{i}].candidates[{j}]: '{alias}' is a reviewer group")
+        if step.actor == engine.LEARNED:
+            continue  # the learner chooses among model actors only (`candidates`)
         target = actors.get(step.actor) if step.actor else None
         if needs == "reviewers" and (target is None or not _is_human(target)):
             errors.append(f"steps[{i}].actor: a {step.kind} step needs a reviewer group actor")

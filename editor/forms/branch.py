@@ -9,6 +9,8 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
+from workflows.engine.vocabulary import OUTCOMES
+
 from ..catalog import actions, canonical_action, repeats
 from ..selectors import document_errors
 from .condition_tree import (
@@ -37,6 +39,13 @@ class BranchForm(forms.Form):
     )
     alternative_actor = forms.ChoiceField(choices=(), required=False)
     max_retries = forms.IntegerField(min_value=0, required=False)
+    counts_as = forms.ChoiceField(
+        choices=[("", "— the action's default")] + [(o, o) for o in OUTCOMES],
+        required=False,
+        help_text="What taking this branch says of the step's attempt, for the learner: by "
+        "default a failure for a retry, more detail or an error handler, a success for an "
+        "approval, else neutral (the run's outcome decides).",
+    )
     other_params = PrettyJSONField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 2}),
@@ -100,6 +109,7 @@ class BranchForm(forms.Form):
             "prompt_enhancement": as_text(params.get("prompt_enhancement")),
             "alternative_actor": as_text(params.get("alternative_actor")),
             "max_retries": params.get("max_retries"),
+            "counts_as": as_text(branch.get("counts_as")),
             "other_params": other or None,
         }
 
@@ -165,7 +175,8 @@ class BranchForm(forms.Form):
         branch = {
             k: v
             for k, v in self.original.items()
-            if k not in ("name", "priority", "when", "action", "target", "params", "active")
+            if k
+            not in ("name", "priority", "when", "action", "target", "params", "active", "counts_as")
         }
         branch.update(
             {
@@ -180,6 +191,8 @@ class BranchForm(forms.Form):
             branch["params"] = params
         if not data.get("active"):
             branch["active"] = False
+        if data.get("counts_as"):
+            branch["counts_as"] = data["counts_as"]
         return branch
 
 

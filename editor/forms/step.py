@@ -10,6 +10,7 @@ from django import forms
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import ValidationError
 
+from workflows.engine.intent import MAX_ATTEMPTS_LIMIT as MAX_INTENT_ATTEMPTS
 from workflows.validators import HUMAN_PREFIX
 
 from ..catalog import kinds_taking, step_kinds
@@ -84,6 +85,10 @@ class StepForm(forms.Form):
     routes = PrettyJSONField(required=False, widget=forms.Textarea(attrs={"rows": 8}))
     bypass = forms.BooleanField(required=False, label="Select every route (bypass)")
     max_reclassify = forms.IntegerField(min_value=0, max_value=10, required=False)
+    # An intent step's `max_attempts`; `max_attempts` above is the validation loop's.
+    intent_max_attempts = forms.IntegerField(
+        min_value=1, max_value=MAX_INTENT_ATTEMPTS, required=False, label="Attempts"
+    )
 
     FIELD_PATHS = {
         "key": "key",
@@ -100,6 +105,7 @@ class StepForm(forms.Form):
         "routes": "routes",
         "bypass": "bypass",
         "max_reclassify": "max_reclassify",
+        "max_attempts": "intent_max_attempts",
     }
     VALIDATION_PATHS = {
         "threshold": "threshold",
@@ -136,6 +142,7 @@ class StepForm(forms.Form):
             name: " ".join(kinds_taking(name))
             for name in (*KIND_FIELDS, "sources", "tools", "arguments")
         }
+        self.kind_only["intent_max_attempts"] = " ".join(kinds_taking("max_attempts"))
         self.fields["sequence"] = forms.IntegerField(
             min_value=1,
             max_value=len(context.steps),
@@ -186,6 +193,7 @@ class StepForm(forms.Form):
             "routes": step.get("routes"),
             "bypass": bool(step.get("bypass")),
             "max_reclassify": step.get("max_reclassify"),
+            "intent_max_attempts": step.get("max_attempts"),
         }
 
     def clean_key(self) -> str:
@@ -381,4 +389,7 @@ class StepForm(forms.Form):
                     step[name] = bool(value)
             elif value is not None and value != {} and value != "":
                 step[name] = value
+        attempts = data.get("intent_max_attempts")
+        if self._takes("intent_max_attempts", data["kind"]) and attempts is not None:
+            step["max_attempts"] = attempts
         return step

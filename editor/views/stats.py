@@ -19,7 +19,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from runner import stats
+from runner import stats, step_works
 from runner.status import Outcome
 from workflows.models import Actor
 from workflows.selectors import actors_list, recipe_get
@@ -63,7 +63,10 @@ def recipe_stats(request: HttpRequest, slug: str) -> HttpResponse:
     """Show a recipe's runs, usage, latency and branches over the chosen range."""
     recipe = recipe_get(user=request.user, slug=slug)
     scope = stats.recipe_scope(user=request.user, recipe=recipe)
-    return _stats_page(request, RECIPE_TEMPLATE, {"recipe": recipe}, scope, _recipe_charts)
+    # Each LLM step has a "what works" page: its actors and prompt variants compared.
+    works_steps = step_works.llm_steps(step_works.recipe_graph(recipe))
+    context = {"recipe": recipe, "works_steps": works_steps}
+    return _stats_page(request, RECIPE_TEMPLATE, context, scope, _recipe_charts)
 
 
 @login_required

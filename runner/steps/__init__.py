@@ -19,17 +19,30 @@ from django.utils import timezone
 from workflows import engine
 
 from .. import model_calls
+from ..capacity import ActorFull
 from ..claims import Claim, StepOutcome
 from ..outages import DATABASE_ERRORS
 from ..status import StepStatus
-from . import classify, decision_tree, given, human, llm, retrieve, tool
-from .actor_stats import actor_stats
+from . import classify, decision_tree, given, human, intent, llm, retrieve, tool
+from .actor_stats import learning
 from .session import Session
 
 log = logging.getLogger(__name__)
 
+# Where a failed step's details say its failure was transient (`engine.StepResult.transient`).
+TRANSIENT = "transient"
+
 EXECUTORS: dict[str, Callable[[Session], StepOutcome]] = {
-    kind.KIND: kind.execute for kind in (llm, human, decision_tree, classify, retrieve, tool)
+    kind.KIND: kind.execute
+    for kind in (
+        llm,
+        human,
+        decision_tree,
+        classify,
+        retrieve,
+        tool,
+        intent,
+    )
 }
 
 
@@ -49,12 +62,15 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
         outcome = StepOutcome(status=StepStatus.FAILED, error=str(exc))
     except DATABASE_ERRORS:
         raise  # the database went away, not the step: the task is retried (runner.tasks)
+    except ActorFull:
+        raise  # the step's actor is full: the step waits in the queue (runner.advance)
     except Exception as exc:
         # Anything else is a bug here or in a provider: fail the step once, with the reason,
         # rather than leave the lease to expire and run the (paid) step again and again.
         log.exception("run %s: step %s failed unexpectedly", claim.run_id, step.key)
         outcome = StepOutcome(status=StepStatus.FAILED, error=f"unexpected error: {exc!r}")
     outcome.started_at = started
+    session.executed = True  # from here on a full actor is waited for (Session._slot)
     # The session's own list: the calls of the evaluators `decide` asks are added to it.
     outcome.model_calls = session.model_calls
     outcome.budget_exceeded = session.budget_stop is not None and outcome.status in (
@@ -64,6 +80,15 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
     if outcome.status == StepStatus.WAITING_HUMAN:
         _add_up(outcome)
         return outcome, None
+    # Trying again may help: its severity is RETRIABLE (kept in the details for a fork's replay).
+    # A reviewers' task past due is not: escalation and execution_timeout branches handle it.
+    transient = (
+        outcome.status in (StepStatus.FAILED, StepStatus.TIMED_OUT)
+        and not outcome.budget_exceeded
+        and (session.failed_transiently or (outcome.timed_out and step.kind != human.KIND))
+    )
+    if transient:
+        outcome.details[TRANSIENT] = True
     result = engine.StepResult(
         step_key=step.key,
         response=outcome.response,
@@ -82,15 +107,20 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
         classification_failure=outcome.details.get(classify.FAILURE)
         if step.kind == classify.KIND
         else None,
+        actor=outcome.actor_alias or None,
+        # The variant the visit asks with: a repeat's suffix is added to it again by `next`.
+        variant=session.variant,
+        transient=transient,
     )
     decision = engine.decide(
         claim.graph,
         claim.state,
         result,
         judge=session.judge,
-        actor_stats=actor_stats(claim),
+        learning=learning(claim),
         hits_of=session.stored_hits,
         spend=session.spend,
+        answer_of=session.latest_answer,
     )
     _add_up(outcome)
     return outcome, decision

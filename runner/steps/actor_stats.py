@@ -1,16 +1,17 @@
-"""Outcomes per actor, from the committed LLM StepRuns: for a retry with another actor that
-names none (the engine picks the best-scoring other actor), and for the admin's figures."""
+"""Outcomes per actor and variant, from the committed LLM StepRuns: the evidence the learner
+chooses by (`learning`), and the figures of the admin and the "what works" page."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
-from django.db.models import Count, Q, Sum
+from django.db.models import BooleanField, Case, Count, Q, Sum, Value, When
 from django.db.models.functions import Coalesce
 
 from workflows import engine
 
+from .. import capacity
 from ..claims import Claim
 from ..models import StepRun
 from ..status import Outcome, StepStatus
@@ -20,6 +21,7 @@ from ..status import Outcome, StepStatus
 # counts as its run ended: approved or completed, a success; failed, a failure; still going
 # or otherwise, neither. Rows committed before outcomes were recorded have none, and count as
 # they did: by their status.
+MAX_OBSERVATIONS = 500  # the learner's evidence: older attempts weigh almost nothing anyway
 _UNRECORDED = Q(outcome="")
 _NEUTRAL = Q(outcome="neutral")
 SUCCESS = (
@@ -52,40 +54,41 @@ def actor_stat_rows(**filters: Any) -> Any:
     )
 
 
-def actor_stats(claim: Claim) -> Sequence[engine.ActorStats]:
-    """The claimed step's outcomes per actor of the recipe, if a branch may need them.
+def learning(claim: Claim) -> engine.Learning:
+    """The evidence the learner chooses the claimed step's actor and variant by.
 
-    Only a RETRY_WITH_DIFFERENT_ACTOR branch without `params.alternative_actor` reads them,
-    and they are queried only if the engine asks.
+    Read on first use only: most steps never choose. The random source is seeded by the
+    run, step and attempt, so a replayed or tested run draws the same.
     """
-    if not any(
-        b.action == "RETRY_WITH_DIFFERENT_ACTOR" and not b.params.get("alternative_actor")
-        for b in claim.step.branches
-    ):
-        return []
-    return _LazyActorStats(claim)
+    return engine.Learning(
+        observations=_LazyObservations(claim.recipe_id, claim.step.key),
+        full=full_actors(claim),
+        rng=engine.seeded(claim.run_id, claim.step.key, claim.seq),
+    )
 
 
-class _LazyActorStats(Sequence[engine.ActorStats]):
-    """The step's actor statistics, aggregated from StepRuns on first use."""
+def full_actors(claim: Claim) -> Callable[[Sequence[str]], Collection[str]]:
+    """Tell which of some aliases name actors without capacity now (`runner.capacity`)."""
 
-    def __init__(self, claim: Claim) -> None:
-        self.claim = claim
-        self._stats: list[engine.ActorStats] | None = None
+    def full(aliases: Sequence[str]) -> Collection[str]:
+        names = {alias: claim.document.get("actors", {}).get(alias, "") for alias in aliases}
+        has_room = capacity.available([n for n in names.values() if n])
+        return {alias for alias, name in names.items() if not has_room.get(name, True)}
 
-    def _load(self) -> list[engine.ActorStats]:
-        if self._stats is None:
-            claim = self.claim
-            rows = {
-                r["actor_alias"]: r
-                for r in actor_stat_rows(run__recipe_id=claim.recipe_id, step_key=claim.step.key)
-            }
-            self._stats = [
-                _stats_of(alias, rows.get(alias))
-                for alias, ref in claim.document.get("actors", {}).items()
-                if not ref.startswith("@human:")
-            ]
-        return self._stats
+    return full
+
+
+class _LazyObservations(Sequence[engine.Observation]):
+    """The step's latest judged attempts, newest first, read from StepRuns on first use."""
+
+    def __init__(self, recipe_id: int, step_key: str) -> None:
+        self.recipe_id, self.step_key = recipe_id, step_key
+        self._rows: list[engine.Observation] | None = None
+
+    def _load(self) -> list[engine.Observation]:
+        if self._rows is None:
+            self._rows = observations(self.recipe_id, self.step_key)
+        return self._rows
 
     def __getitem__(self, index: Any) -> Any:
         return self._load()[index]
@@ -93,17 +96,38 @@ class _LazyActorStats(Sequence[engine.ActorStats]):
     def __len__(self) -> int:
         return len(self._load())
 
-    def __iter__(self) -> Iterator[engine.ActorStats]:
+    def __iter__(self) -> Iterator[engine.Observation]:
         return iter(self._load())
 
 
-def _stats_of(alias: str, row: dict[str, Any] | None) -> engine.ActorStats:
-    """An actor's evidence: its successes out of its judged (success or failure) attempts."""
-    if row is None:
-        return engine.ActorStats(actor=alias, mean_latency_ms=0.0)
-    return engine.ActorStats(
-        actor=alias,
-        successes=row["successes"],
-        attempts=row["successes"] + row["failures"],
-        mean_latency_ms=row["total_latency_ms"] / row["attempts"],
-    )
+def observations(recipe_id: int, step_key: str) -> list[engine.Observation]:
+    """The step's last `MAX_OBSERVATIONS` judged LLM attempts, newest first."""
+    rows = (
+        StepRun.objects.executed()
+        .filter(kind="llm", run__recipe_id=recipe_id, step_key=step_key)
+        .exclude(actor_alias="")
+        .annotate(
+            judged=Case(
+                When(SUCCESS, then=Value(True)),
+                When(FAILURE, then=Value(False)),
+                default=None,
+                output_field=BooleanField(null=True),
+            )
+        )
+        .filter(judged__isnull=False)
+        .order_by("-id")
+        .values_list(
+            "actor_alias", "variant", "judged", "latency_ms", "cost", "tokens_in", "tokens_out"
+        )
+    )[:MAX_OBSERVATIONS]
+    return [
+        engine.Observation(
+            actor=alias,
+            variant=variant,
+            success=judged,
+            latency_ms=latency,
+            cost=float(cost) if cost is not None else None,
+            tokens=(tokens_in or 0) + (tokens_out or 0) if tokens_in is not None else None,
+        )
+        for alias, variant, judged, latency, cost, tokens_in, tokens_out in rows
+    ]

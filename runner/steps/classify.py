@@ -35,6 +35,8 @@ def execute(session: Session) -> StepOutcome:
             ).text,
             bypass=step.bypass,
             max_reclassify=step.max_reclassify,
+            # A later step's failure sent back here (RECLASSIFICATION): the classifier is told.
+            feedback=session.claim.next.get("feedback"),
         )
     except ProviderError as exc:
         return StepOutcome(

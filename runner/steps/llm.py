@@ -16,6 +16,7 @@ from ..claims import StepOutcome
 from ..model_calls import Purpose
 from ..providers import ProviderError, ProviderTimeoutError
 from ..status import StepStatus
+from .actor_stats import learning
 from .session import Session, TokenStreamer
 from .sources import Retrieval, SourcesFailed, retrieve
 from .tool_calls import ToolCallLog
@@ -27,8 +28,9 @@ KIND = "llm"
 def execute(session: Session) -> StepOutcome:
     claim = session.claim
     step = claim.step
-    alias = claim.next.get("actor") or step.actor or ""
-    outcome = StepOutcome(status=StepStatus.SUCCEEDED, actor_alias=alias)
+    outcome = StepOutcome(status=StepStatus.SUCCEEDED)
+    _choose(session, outcome)
+    alias = outcome.actor_alias
     try:
         if step.sources:
             _search(session, outcome)
@@ -58,6 +60,29 @@ def execute(session: Session) -> StepOutcome:
         outcome.details["tool_calls"] = log.calls
         outcome.tool_calls = tuple(log.calls)
     return outcome
+
+
+def _choose(session: Session, outcome: StepOutcome) -> None:
+    """Set the actor and prompt variant of this attempt: those the visit goes on with (a
+    repeat or a retry says so in `next`), else the learner's pick for a learning step, else
+    the step's own. A repeat's suffix on the step's own prompt is recorded as a variant, so
+    a suffix that led to success becomes one the learner may choose up front."""
+    claim = session.claim
+    step = claim.step
+    if "variant" in claim.next or not engine.learns(step):
+        outcome.actor_alias = claim.next.get("actor") or step.actor or ""
+        outcome.variant = claim.next.get("variant", "")
+        outcome.choice = claim.next.get("choice")
+    else:
+        choice = engine.first_choice(claim.graph, step, learning(claim))
+        if choice is None:  # no candidate at all: lint refuses such a recipe
+            raise LookupError(f"step '{step.key}': the learner has no actor to choose")
+        outcome.actor_alias, outcome.variant = choice.arm.actor, choice.arm.variant
+        outcome.choice = choice.as_json()
+    session.variant = outcome.variant
+    suffix = claim.next.get("prompt_suffix")
+    if suffix and not outcome.variant:
+        outcome.variant = engine.suffix_variant(suffix) or ""
 
 
 def _answer(
@@ -107,12 +132,12 @@ def _validate(
     """
     step = session.claim.step
     settings_ = step.validation or {}
-    judge_alias: str = settings_.get("judge") or step.actor or ""
+    judge_alias: str = settings_.get("judge") or alias
     attempts = [0]
 
     def generate(feedback: str | None) -> str:
         prompt = session.prompt(feedback)
-        if feedback and "{feedback}" not in step.prompt:
+        if feedback and "{feedback}" not in session.template():
             prompt += f"\n\nFeedback on your previous answer: {feedback}"
         purpose = Purpose.ANSWER if attempts[0] == 0 else Purpose.VALIDATION
         attempts[0] += 1

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
@@ -14,11 +15,11 @@ from django.utils import timezone
 from knowledge.embeddings import EmbeddingCall
 from workflows import engine
 
-from .. import actors, events, model_calls, tracing
+from .. import actors, capacity, events, model_calls, tracing
 from ..claims import TOKEN_PUSH_INTERVAL_S, Claim
 from ..model_calls import BudgetExceeded, CallRecord, Purpose
 from ..models import StepRun
-from ..providers import ChatResult
+from ..providers import ChatResult, ProviderError, ProviderTimeoutError
 
 
 class Answers:
@@ -92,11 +93,19 @@ class Session:
         self.stored_hits = StoredHits(claim.run_id)
         # What the step's own sources found (None: it searched none), once it searched.
         self.hits: tuple[engine.Citation, ...] | None = None
+        # The prompt variant the attempt asks with ("": the step's own prompt).
+        self.variant = ""
         self._creator: AbstractBaseUser | None = None
         # Every call to a model, in order: the step's and its evaluators' (after the step).
         self.model_calls: list[CallRecord] = []
         # Why the run's budget refused a call of the step, once it did.
         self.budget_stop: str | None = None
+        # Whether the step's latest model call failed with an error retrying may help (a
+        # timeout, a connection error, a 429 or 5xx after the provider's own retries).
+        self.failed_transiently = False
+        # Whether the step's kind has run (its evaluators are asked after): from then on, the
+        # step has done work that giving it back to the queue would lose (`_slot`).
+        self.executed = False
 
     def creator(self) -> AbstractBaseUser:
         """Return the user who started the run: the step's searches read what they may."""
@@ -132,10 +141,61 @@ class Session:
 
         Raise BudgetExceeded before anything is sent (the call is neither made nor counted)
         when it would pass a limit of the run's budget; a failed call is recorded with its
-        error and latency, then its exception propagates.
+        error and latency, then its exception propagates. A call of an actor with limits
+        holds one of its slots (`_slot`).
         """
         actor = self.resolve(alias)
         self._check_budget(actor, prompt, messages, tools)
+        with self._slot(actor, float(timeout_s or actors.default_timeout(actor))):
+            return self._call(actor, alias, prompt, purpose, timeout_s, on_token, messages, tools)
+
+    @contextmanager
+    def _slot(self, actor: actors.ResolvedActor, timeout_s: float) -> Iterator[None]:
+        """Hold a slot of the actor for the call, if it has limits (`runner.capacity`).
+
+        The step's first call (to its own actor, or the one the learner chose) does not wait
+        in the worker: ActorFull propagates and `runner.advance` gives the step back to the
+        queue, losing nothing since nothing was asked yet. Any other call (a judge, an
+        evaluator, a further attempt) waits for a slot here, up to the call's own time
+        budget, since the step already holds work; then it fails as a timeout of that call.
+        """
+        if actor.limits.unlimited:
+            yield
+            return
+        claim = self.claim
+        first = not self.model_calls and not self.executed
+        wait_s = 0.0 if first else timeout_s
+        try:
+            slot_id = capacity.acquire_waiting(
+                actor.name,
+                actor.limits,
+                timeout_s=timeout_s,
+                wait_s=wait_s,
+                run_id=claim.run_id,
+                seq=claim.seq,
+            )
+        except capacity.ActorFull as full:
+            if not wait_s:
+                raise
+            raise ProviderTimeoutError(
+                f"actor '{actor.name}' had no free slot for {wait_s:g} s ({full.reason})"
+            ) from None
+        try:
+            yield
+        finally:
+            capacity.release(slot_id)
+
+    def _call(
+        self,
+        actor: actors.ResolvedActor,
+        alias: str,
+        prompt: str,
+        purpose: str,
+        timeout_s: float | None,
+        on_token: Any,
+        messages: tuple[dict[str, Any], ...] | None,
+        tools: tuple[dict[str, Any], ...] | None,
+    ) -> ChatResult:
         started_at, began = timezone.now(), time.monotonic()
         try:
             with tracing.model_call_span(actor, prompt, purpose=purpose, messages=messages) as span:
@@ -150,6 +210,7 @@ class Session:
                 )
                 span.result(result)
         except Exception as exc:
+            self.failed_transiently = isinstance(exc, ProviderError) and exc.retryable
             latency_ms = int((time.monotonic() - began) * 1000)
             self.model_calls.append(
                 model_calls.failed(
@@ -168,6 +229,7 @@ class Session:
                 started_at=started_at,
             )
         )
+        self.failed_transiently = False
         return result
 
     def judge(self, evaluator: str, prompt: str, text: str) -> str:
@@ -175,6 +237,12 @@ class Session:
         instruction = prompt or "Rate the quality of the text from 1 to 10."
         question = engine.evaluation_prompt(instruction, text)
         return self.ask(evaluator, question, purpose=Purpose.EVALUATION).text
+
+    def latest_answer(self, step_key: str) -> str | None:
+        """Return the latest answer of step `step_key` in the run, None before it answered
+        (the engine's `AnswerOf`, for conditions that read an earlier step's answer)."""
+        seq = self.claim.state.latest_seq.get(step_key)
+        return None if seq is None else self.answers(seq)
 
     def record_embedding(self, call: EmbeddingCall) -> None:
         """Record a knowledge base's embedding call made by one of the step's searches."""
@@ -213,19 +281,38 @@ class Session:
             raise BudgetExceeded(reason)
 
     def render(self, template: str, feedback: str | None = None) -> str:
-        """Render one of the step's templates; raise TemplateError naming a bad name."""
+        """Render one of the step's templates; raise TemplateError naming a bad name.
+
+        `{feedback}` is `feedback` (the validation loop's), else the failure a later step
+        sent back to this one (an error severity of RECLASSIFICATION or REPLANNING), else "".
+        """
         claim = self.claim
+        if feedback is None:
+            feedback = claim.next.get("feedback")
         context = claim.state.template_context(
             claim.step.key, self.answers, feedback, hits=self.stored_hits, own_hits=self.hits
         )
         return engine.render(template, context)
 
+    def template(self) -> str:
+        """The prompt template of the attempt's variant: a declared variant's own, or the
+        step's with a learned suffix appended (`engine.suffix_variant`)."""
+        step = self.claim.step
+        if not self.variant:
+            return step.prompt
+        if self.variant.startswith(engine.SUFFIX_MARK):
+            return f"{step.prompt}\n\n{self.variant.removeprefix(engine.SUFFIX_MARK)}"
+        declared = next((v for v in step.variants if v.name == self.variant), None)
+        if declared is None:  # the recipe changed since the choice: ask with its own prompt
+            return step.prompt
+        return declared.prompt
+
     def prompt(self, feedback: str | None = None) -> str:
         """Return the step's prompt, with the hits of its sources at its end unless it shows
         them (`{sources}`), then the suffix a repeat branch asked for."""
-        step = self.claim.step
-        prompt = self.render(step.prompt, feedback)
-        shows_hits = engine.SOURCES_NAME in engine.template_names(step.prompt) and (
+        template = self.template()
+        prompt = self.render(template, feedback)
+        shows_hits = engine.SOURCES_NAME in engine.template_names(template) and (
             engine.SOURCES_NAME not in self.claim.graph.inputs
         )
         if self.hits is not None and not shows_hits:

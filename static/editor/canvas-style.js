@@ -15,6 +15,7 @@ export const STYLE = [
   { selector: "node.kind-human", style: { "background-color": "#fffaeb", "border-color": "#dc6803" } },
   { selector: "node.kind-decision_tree", style: { "background-color": "#f4f3ff", "border-color": "#7a5af8", shape: "cut-rectangle" } },
   { selector: "node.kind-classify", style: { "background-color": "#ecfdf3", "border-color": "#039855", shape: "round-tag" } },
+  { selector: "node.kind-intent", style: { "background-color": "#fdf2fa", "border-color": "#c11574" } },
   { selector: "node.first", style: { "border-width": 3.5 } },
   {
     selector: "node.terminal",

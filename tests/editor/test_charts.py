@@ -116,6 +116,24 @@ def test_the_tallest_bar_reaches_the_top_of_a_round_scale() -> None:
     assert heights[1] / heights[0] == pytest.approx(7 / 3, rel=0.01)
 
 
+def test_horizontal_bars_can_keep_a_scale_that_ends_at_a_given_maximum() -> None:
+    def widths(values: tuple[float, ...], maximum: float = 0) -> list[float]:
+        chart = charts.grouped_hbars(
+            key="rates",
+            title="Rates",
+            description="",
+            categories=[str(v) for v in values],
+            series=[Series("rate", values)],
+            maximum=maximum,
+        )
+        bars = [r for r in parse(chart).iter(f"{SVG}rect") if r.find(f"{SVG}title") is not None]
+        return [float(r.get("width", 0)) for r in bars]
+
+    # 20 and 10 are drawn as short as beside a bar of 100, not stretched to the largest.
+    assert widths((20, 10), maximum=100) == widths((100, 20, 10))[1:]
+    assert widths((20, 10))[0] > widths((20, 10), maximum=100)[0]
+
+
 def test_the_share_of_each_part_is_drawn_and_tabulated() -> None:
     chart = charts.share_hbars(
         key="branches",

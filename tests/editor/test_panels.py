@@ -166,6 +166,33 @@ class TestBranchPanel:
             },
         }
 
+    @pytest.mark.parametrize(("chosen", "written"), [("failure", "failure"), ("", None)])
+    def test_what_taking_the_branch_counts_as_is_set_or_left_to_the_default(
+        self, story: Recipe, web: Client, chosen: str, written: str | None
+    ) -> None:
+        doc = draft(story)
+        doc["steps"][0]["branches"][3]["counts_as"] = "success"
+        url = reverse("recipe-branch-panel", args=[story.slug])
+        opened = htmx_post(web, url, doc, step=0, branch=3, element="b-4").content.decode()
+        assert '<option value="success" selected>success</option>' in opened
+        response = htmx_post(
+            web,
+            url,
+            doc,
+            apply="1",
+            step=0,
+            branch=3,
+            element="b-4",
+            name="to_review",
+            priority="999",
+            active="on",
+            action="HUMAN_REVIEW",
+            target="review",
+            counts_as=chosen,
+            **{"c-type": "default"},
+        )
+        assert response.context["result"]["branch"].get("counts_as") == written
+
 
 class TestRecipePanel:
     def test_it_opens_and_applies(self, story: Recipe, web: Client) -> None:

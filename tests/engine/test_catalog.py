@@ -66,6 +66,11 @@ SUMMARIES = [
     ({"type": "execution_error", "operator": "contains", "value": "true"}, 'error has "true"'),
     ({"type": "execution_error", "operator": "contains", "value": "false"}, 'error has "false"'),
     ({"type": "execution_error", "operator": "contains"}, 'error has ""'),
+    ({"type": "error_severity", "operator": "equals", "value": "CRITICAL"}, "severity CRITICAL"),
+    (
+        {"type": "error_severity", "operator": "in", "value": ["RETRIABLE", "REPLANNING"]},
+        "severity ∈ RETRIABLE|REPLANNING",
+    ),
     (
         {"type": "field_compare", "operator": "greater_than", "field": "image_count", "value": 3},
         "image_count > 3",
@@ -148,6 +153,7 @@ def test_it_lists_every_condition_type_with_its_operators_fields_and_summary() -
         "human_decision",
         "execution_timeout",
         "execution_error",
+        "error_severity",
         "field_compare",
         "content_type",
         "route_selected",
@@ -162,6 +168,7 @@ def test_it_lists_every_condition_type_with_its_operators_fields_and_summary() -
         "validation_passed",
         "fallback_used",
         "attempts",
+        "criteria_met",
         "default",
     ]
     assert conditions["field_compare"]["aliases"] == ["check_count"]
@@ -201,6 +208,7 @@ def test_it_lists_the_combinators_step_kinds_and_actions() -> None:
         "classify",
         "retrieve",
         "tool",
+        "intent",
     ]
     for kind in published["steps"]:
         assert kind["label"] and kind["help"]

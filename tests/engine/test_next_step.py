@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 
 from tests.engine.builders import branch, graph, recipe, step
 from workflows.engine import (
-    ActorStats,
     EngineError,
+    Learning,
+    Observation,
     RecipeGraph,
     RunState,
     StepResult,
@@ -259,17 +260,19 @@ def test_it_retries_with_the_best_other_actor_learned_so_far() -> None:
             "retry", 1, SHORT, "RETRY_WITH_DIFFERENT_ACTOR", "@repeat", params={"max_retries": 2}
         )
     )
-    stats = [
-        ActorStats("llama3.2:latest", 10, 10, 100.0),  # the step's own actor, by name
-        ActorStats("judge", 1, 1, 50.0),
-        ActorStats("critic", 45, 50, 900.0),
-    ]
+    stats = Learning(
+        [Observation("writer", "", True)] * 10  # the step's own actor
+        + [Observation("judge", "", True)]
+        + [Observation("judge", "", False)] * 4
+        + [Observation("critic", "", True)] * 45
+        + [Observation("critic", "", False)] * 5
+    )
     state = start(g)
-    first = decide(g, state, StepResult("a", "short"), actor_stats=stats)
+    first = decide(g, state, StepResult("a", "short"), learning=stats)
     assert (first.kind, first.actor) == ("retry_actor", "critic")
     # The critic's answer was short too: the next retry goes to neither the critic nor the
     # writer, both already failed in this visit.
-    second = decide(g, state, StepResult("a", "short"), actor_stats=stats)
+    second = decide(g, state, StepResult("a", "short"), learning=stats)
     assert (second.kind, second.actor) == ("retry_actor", "judge")
 
 

@@ -8,7 +8,15 @@ from typing import Any
 import pytest
 
 from tests.engine.builders import branch, graph, step
-from workflows.engine import ActorStats, RecipeGraph, RunState, StepResult, decide, parse_recipe
+from workflows.engine import (
+    Learning,
+    Observation,
+    RecipeGraph,
+    RunState,
+    StepResult,
+    decide,
+    parse_recipe,
+)
 from workflows.engine.replay import RecordedStep, replay
 
 WRONG = {"type": "pattern_match", "operator": "contains", "value": "wrong"}
@@ -32,6 +40,15 @@ def three_actors(**params: Any) -> RecipeGraph:
     )
 
 
+def judged(**records: tuple[int, int]) -> list[Observation]:
+    """Judged attempts per actor: (successes, failures)."""
+    return [
+        Observation(actor, "", success)
+        for actor, (good, bad) in records.items()
+        for success in [True] * good + [False] * bad
+    ]
+
+
 def walk(g: RecipeGraph, state: RunState, answers: dict[str, str], **kw: Any) -> list[str]:
     """Run step `s` until it moves on; return the actors that ran it, in order."""
     ran = ["a"]
@@ -52,7 +69,7 @@ def walk(g: RecipeGraph, state: RunState, answers: dict[str, str], **kw: Any) ->
         # What was learned picks the order; a failed actor is still never asked again.
         (
             {"a": "wrong", "b": "right", "c": "wrong"},
-            [ActorStats("c", 9, 10), ActorStats("b", 1, 10), ActorStats("a", 10, 10)],
+            judged(c=(9, 1), b=(1, 9), a=(10, 0)),
             ["a", "c", "b"],
         ),
         # Everyone wrong: once every actor has failed, the retry is exhausted.
@@ -62,10 +79,11 @@ def walk(g: RecipeGraph, state: RunState, answers: dict[str, str], **kw: Any) ->
     ],
 )
 def test_a_retry_never_returns_to_an_actor_already_failed_in_the_visit(
-    answers: dict[str, str], stats: list[ActorStats], trail: list[str]
+    answers: dict[str, str], stats: list[Observation], trail: list[str]
 ) -> None:
     g = three_actors(max_retries=5)
-    assert walk(g, RunState.start(g), answers, actor_stats=stats) == trail
+    learning = Learning(stats)
+    assert walk(g, RunState.start(g), answers, learning=learning) == trail
 
 
 def test_it_treats_the_retry_as_exhausted_once_every_actor_failed() -> None:
@@ -156,4 +174,4 @@ def test_the_builders_recipe_retries_through_every_model_actor() -> None:
     )
     state = RunState.start(g, {"topic": "x"})
     actors = [decide(g, state, StepResult("a", "wrong")).actor for _ in range(3)]
-    assert actors == ["critic", "judge", None]
+    assert actors == ["judge", "critic", None]  # nothing learned yet: in the order declared

@@ -187,6 +187,7 @@ def rich_document() -> dict[str, Any]:
                     ],
                     "bypass": False,
                     "max_reclassify": 1,
+                    "failure_severity": "RECLASSIFICATION",
                     "branches": [
                         {
                             "name": "is_fiction",

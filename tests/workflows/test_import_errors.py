@@ -86,7 +86,8 @@ DOCUMENT_ERRORS: list[tuple[str, Mutation, str]] = [
     (
         "unknown step kind",
         with_step(kind="poem"),
-        "steps[0].kind: Input should be 'llm', 'human', 'decision_tree', 'classify', 'retrieve' or 'tool'",
+        "steps[0].kind: Input should be 'llm', 'human', 'decision_tree', 'classify', 'retrieve', "
+        "'tool' or 'intent'",
     ),
     (
         "input of unknown type",

@@ -49,6 +49,8 @@ class ActorSerializer(StrictText, serializers.ModelSerializer):
             "price_in_per_million",
             "price_out_per_million",
             "currency",
+            "max_concurrency",
+            "max_calls_per_minute",
         ]
 
     def validate_params(self, value: object) -> object:

@@ -10,8 +10,9 @@ run of each demo recipe walks an interesting path:
 - validation-loop: a vague first answer scores low, the retry with the judge's feedback
   passes;
 - regulatory-decision-tree: the default detections hold an SSN, so the PII prompt is chosen;
-- first-1000-primes: the coder delivers code twice (the second time after a sharper prompt),
-  so the step is retried with another actor, who delivers the numbers;
+- first-1000-primes: the learner tries the coder first; it delivers code twice (the second
+  time after a sharper prompt), so the step is retried with another actor, who delivers the
+  numbers. After a few runs the learner asks the mathematician first;
 - document-routing: the default document is an invoice and a complaint, so both routes run
   before the reply;
 - answer-with-citations: the project's docs answer the default question; the librarian cites

@@ -13,7 +13,7 @@ recipe apps translate its errors at their edge.
 from __future__ import annotations
 
 from workflows.engine.actions import DecisionKind
-from workflows.engine.actor_choice import ActorStats, choose_actor
+from workflows.engine.actor_choice import Learning, first_choice, learns
 from workflows.engine.budget import Budget, Spend, as_cost, format_cost
 from workflows.engine.budget import check as check_budget
 from workflows.engine.catalog import catalog
@@ -44,6 +44,15 @@ from workflows.engine.errors import (
 )
 from workflows.engine.graph import BranchSpec, Condition, RecipeGraph, StepSpec
 from workflows.engine.inputs import resolve_inputs
+from workflows.engine.intent import Intent, IntentAnalysis, analyse_intent, read_intent
+from workflows.engine.learner import SUFFIX_MARK as SUFFIX_MARK
+from workflows.engine.learner import (
+    Choice,
+    LearnerSettings,
+    Observation,
+    seeded,
+    suffix_variant,
+)
 from workflows.engine.lint import lint_errors, lint_recipe
 from workflows.engine.next_step import decide
 from workflows.engine.outcomes import attempt_outcome, branch_outcome
@@ -77,6 +86,7 @@ from workflows.engine.templating import SOURCES_NAME, render, template_names
 from workflows.engine.tools import function_name as tool_function_name
 from workflows.engine.tools import read_script_tool, tool_name_problem
 from workflows.engine.tools import scripted_failure as tool_script_failure
+from workflows.engine.vocabulary import LEARNED as LEARNED
 
 __all__ = [
     "CONDITION_KEYS",
@@ -84,10 +94,10 @@ __all__ = [
     "SEVERAL_OPERANDS",
     "SOURCES_NAME",
     "STEP_KINDS",
-    "ActorStats",
     "AnswerUnreadable",
     "BranchSpec",
     "Budget",
+    "Choice",
     "Citation",
     "Classification",
     "Condition",
@@ -97,8 +107,13 @@ __all__ = [
     "EvalContext",
     "Evaluation",
     "InputError",
+    "Intent",
+    "IntentAnalysis",
     "Judge",
     "JudgeScores",
+    "LearnerSettings",
+    "Learning",
+    "Observation",
     "RecipeGraph",
     "RecipeInvalid",
     "RegexError",
@@ -115,12 +130,12 @@ __all__ = [
     "ValidationAttempt",
     "ValidationOutcome",
     "ValidationSummary",
+    "analyse_intent",
     "as_cost",
     "attempt_outcome",
     "branch_outcome",
     "catalog",
     "check_budget",
-    "choose_actor",
     "cited_numbers",
     "classifier_prompt",
     "classify",
@@ -133,9 +148,11 @@ __all__ = [
     "evaluate_condition",
     "evaluate_tree",
     "evaluation_prompt",
+    "first_choice",
     "format_cost",
     "format_sources",
     "judge_prompt",
+    "learns",
     "lint_errors",
     "lint_recipe",
     "numbered",
@@ -143,13 +160,16 @@ __all__ = [
     "parse_judge_answer",
     "parse_recipe",
     "parse_score",
+    "read_intent",
     "read_script_hits",
     "read_script_tool",
     "render",
     "resolve_inputs",
     "rule_score",
     "run_validation_loop",
+    "seeded",
     "step_kind",
+    "suffix_variant",
     "template_names",
     "tool_function_name",
     "tool_name_problem",

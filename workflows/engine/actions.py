@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal
 
-from workflows.engine.actor_choice import ActorStats, choose_actor
+from workflows.engine.actor_choice import Learning, retry_choice
 from workflows.engine.graph import BranchSpec, RecipeGraph, StepSpec
+from workflows.engine.learner import Choice
 from workflows.engine.vocabulary import (
     COMPLETE,
     DEFAULT_MAX_RETRIES,
@@ -17,7 +18,6 @@ from workflows.engine.vocabulary import (
 )
 
 DecisionKind = Literal["goto", "repeat", "retry_actor", "end", "complete", "fail"]
-HUMAN_ACTOR_PREFIX = "@human:"
 
 # Moves that run one more step, and so count against the run's step limit.
 RUNS_A_STEP: frozenset[str] = frozenset({"goto", "repeat", "retry_actor"})
@@ -31,6 +31,11 @@ class Move:
     next_step: str | None
     prompt_suffix: str | None = None
     actor: str | None = None
+    # The prompt variant the next attempt asks with, and how the learner chose it, if it did.
+    variant: str = ""
+    choice: Choice | None = None
+    # A failure sent back to the step run next, as its `{feedback}` (see `severity.py`).
+    feedback: str | None = None
 
 
 def is_bounded(branch: BranchSpec) -> bool:
@@ -53,60 +58,40 @@ def _suffix(branch: BranchSpec) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def other_actor(
-    graph: RecipeGraph,
-    branch: BranchSpec,
-    *,
-    current: str | None,
-    actor_stats: Sequence[ActorStats],
-    tried: Collection[str] = (),
-) -> str | None:
-    """Return the alias to retry a step with: `params.alternative_actor`, else the best other.
-
-    The best other is chosen by `choose_actor` among the recipe's model aliases whose actor
-    differs from the one that just ran and from every one `tried` in this visit (by alias or
-    name); `actor_stats` may name actors by alias or by name. None when no actor is left,
-    the named alternative included once it has been tried.
-    """
-    left = {*tried, *([current] if current else [])}
-    left_names = {graph.actors.get(a, a) for a in left}
-    alternative = branch.params.get("alternative_actor")
-    if isinstance(alternative, str) and alternative:
-        tried_already = alternative in left or graph.actors.get(alternative) in left_names
-        return None if tried_already else alternative
-    candidates: list[ActorStats] = []
-    for alias, name in graph.actors.items():
-        if name.startswith(HUMAN_ACTOR_PREFIX) or alias in left or name in left_names:
-            continue
-        known = [s for s in actor_stats if s.actor in (alias, name)]
-        candidates += [ActorStats(alias, s.successes, s.attempts, s.mean_latency_ms) for s in known]
-        if not known:
-            candidates.append(ActorStats(alias))
-    return choose_actor(candidates, exclude=current or "")
-
-
 def move_for(
     graph: RecipeGraph,
     step: StepSpec,
     branch: BranchSpec,
     *,
     override: str | None,
-    actor_stats: Sequence[ActorStats],
+    variant: str = "",
+    learning: Learning | None = None,
     tried: Collection[str] = (),
 ) -> Move | None:
     """Return the move `branch` makes from `step`, or None when no other actor is left.
 
-    `override` is the actor an earlier retry chose for this visit of the step (None: the
-    step's own actor); a repeat keeps it. `tried`: the actors earlier retries in this visit
-    left, which a retry with another actor never goes back to.
+    `override` is the actor answering this visit of the step instead of its own (one an
+    earlier retry or the learner chose; None: the step's own actor), and `variant` the prompt
+    variant it asked with: a repeat keeps both. `tried`: the actors earlier retries in this
+    visit left, which a retry with another actor never goes back to; the learner chooses
+    among the others (`actor_choice.retry_choice`) unless the branch names
+    `params.alternative_actor`.
     """
     if branch.action == "RETRY_WITH_DIFFERENT_ACTOR":
         current = override or step.actor
-        left = set(tried)
+        left = {*tried, *([current] if current else [])}
         if override and step.actor:
             left.add(step.actor)  # it ran first in this visit, and a retry left it
-        actor = other_actor(graph, branch, current=current, actor_stats=actor_stats, tried=left)
-        return None if actor is None else Move("retry_actor", step.key, None, actor)
+        alternative = branch.params.get("alternative_actor")
+        if isinstance(alternative, str) and alternative:
+            left_names = {graph.actors.get(a, a) for a in left}
+            if alternative in left or graph.actors.get(alternative) in left_names:
+                return None
+            return Move("retry_actor", step.key, None, alternative)
+        choice = retry_choice(graph, step, left=left, learning=learning)
+        if choice is None:
+            return None
+        return Move("retry_actor", step.key, None, choice.arm.actor, choice.arm.variant, choice)
     if branch.action == "END_RECIPE":
         return Move("end", None)
     if branch.action == "SKIP_TO_END":
@@ -114,7 +99,7 @@ def move_for(
         return Move("complete", None) if last == step.key else Move("goto", last)
     target = branch.target
     if target == REPEAT or branch.action in REPEAT_ACTIONS:
-        return Move("repeat", step.key, _suffix(branch), override)
+        return Move("repeat", step.key, _suffix(branch), override, variant)
     if target == END:
         return Move("end", None)
     if target == COMPLETE:

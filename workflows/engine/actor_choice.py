@@ -1,71 +1,116 @@
-"""Choose the actor to retry a step with, from what past runs learned about each actor."""
+"""Which actors and prompt variants a step may be run with, and the learner's pick among them.
+
+A step learns (`learns`) when its actor is `@learned` or it lists `variants`: its first
+attempt in each visit is then chosen by the learner (`first_choice`), among its candidate
+actors (`@learned`) or its own actor, each with the step's own prompt, each declared variant
+and each suffix a repeat added that led to success. Every step's RETRY_WITH_DIFFERENT_ACTOR
+without `params.alternative_actor` is chosen by the learner too (`retry_choice`), never with
+an actor already tried in the visit.
+
+`Learning` is what the runner knows: the step's judged attempts, newest first, the actors
+without capacity now, and the random source for this attempt. Both are read only if a choice
+is made, so a step that never chooses costs nothing.
+"""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+import random
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
 
-# Laplace smoothing: every actor starts as if it had one success and one failure, so a single
-# lucky success (2/3 ≈ 0.67) does not outrank a long good record (46/52 ≈ 0.88).
-PRIOR_SUCCESSES = 1
-PRIOR_ATTEMPTS = 2
-
-
-@dataclass(frozen=True, slots=True)
-class ActorStats:
-    """What is known of an actor: successes out of attempts, and mean latency (None: unknown)."""
-
-    actor: str
-    successes: int = 0
-    attempts: int = 0
-    mean_latency_ms: float | None = None
-
-    @property
-    def success_rate(self) -> float:
-        """Return the smoothed success rate, 0.5 for an actor never tried."""
-        return (self.successes + PRIOR_SUCCESSES) / (self.attempts + PRIOR_ATTEMPTS)
+from workflows.engine.graph import RecipeGraph, StepSpec
+from workflows.engine.learner import (
+    Arm,
+    Choice,
+    Observation,
+    choose,
+    learned_variants,
+)
+from workflows.engine.vocabulary import HUMAN_ACTOR_PREFIX, LEARNED
 
 
-def _merge(stats: Sequence[ActorStats]) -> list[ActorStats]:
-    """Sum the entries given for the same actor, latency weighted by attempts."""
-    by_actor: dict[str, ActorStats] = {}
-    for entry in stats:
-        seen = by_actor.get(entry.actor)
-        if seen is None:
-            by_actor[entry.actor] = entry
-            continue
-        latencies = [
-            (s.mean_latency_ms, max(s.attempts, 1))
-            for s in (seen, entry)
-            if s.mean_latency_ms is not None
-        ]
-        weight = sum(w for _, w in latencies)
-        latency = sum(v * w for v, w in latencies) / weight if latencies else None
-        by_actor[entry.actor] = ActorStats(
-            entry.actor,
-            seen.successes + entry.successes,
-            seen.attempts + entry.attempts,
-            latency,
-        )
-    return list(by_actor.values())
+def _all_full(actors: Sequence[str]) -> Collection[str]:
+    return ()
 
 
-def choose_actor(stats: Sequence[ActorStats], *, exclude: str) -> str | None:
-    """Return the best actor other than `exclude`, or None when there is no other.
+@dataclass
+class Learning:
+    """The evidence for a step's choices: its judged attempts (newest first), a function
+    telling which of some actors are full now, and the random source of this attempt."""
 
-    Best means the highest smoothed success rate, then the lower mean latency (unknown
-    latency last), then the name, so equal records always give the same choice.
-    """
-    candidates = [s for s in _merge(stats) if s.actor != exclude]
-    if not candidates:
+    observations: Sequence[Observation] = ()
+    full: Callable[[Sequence[str]], Collection[str]] = field(default=_all_full)
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
+
+
+def learns(step: StepSpec) -> bool:
+    """Tell whether the learner chooses the step's first attempt in a visit."""
+    return step.actor == LEARNED or bool(step.variants)
+
+
+def model_aliases(graph: RecipeGraph, step: StepSpec) -> list[str]:
+    """The actors the step may be run with: its `candidates`, else every model alias."""
+    if step.candidates:
+        return list(step.candidates)
+    return [a for a, name in graph.actors.items() if not name.startswith(HUMAN_ACTOR_PREFIX)]
+
+
+def _arms(
+    graph: RecipeGraph, step: StepSpec, actors: Sequence[str], observations: Sequence[Observation]
+) -> list[Arm]:
+    if not learns(step):
+        return [Arm(actor) for actor in actors]
+    variants = ["", *(v.name for v in step.variants), *learned_variants(observations)]
+    return [Arm(actor, variant) for actor in actors for variant in dict.fromkeys(variants)]
+
+
+def evidence_of(step: StepSpec, observations: Sequence[Observation]) -> Sequence[Observation]:
+    """The attempts as the step's arms see them: a step that does not learn has one arm per
+    actor, so its attempts count whatever suffix they were asked with."""
+    if learns(step):
+        return observations
+    return [
+        Observation(o.actor, "", o.success, o.latency_ms, o.cost, o.tokens) for o in observations
+    ]
+
+
+def arms(graph: RecipeGraph, step: StepSpec, observations: Sequence[Observation]) -> list[Arm]:
+    """Every arm the learner may choose on the step (`evidence_of`'s observations): its
+    first attempt's candidates if it learns, else one per actor a retry may go to."""
+    if learns(step) and step.actor != LEARNED:
+        actors = [step.actor or ""]
+    else:
+        actors = model_aliases(graph, step)
+    return _arms(graph, step, actors, observations)
+
+
+def _choose(
+    graph: RecipeGraph, step: StepSpec, actors: Sequence[str], learning: Learning
+) -> Choice | None:
+    observations = evidence_of(step, learning.observations)
+    arms = _arms(graph, step, actors, observations)
+    full = learning.full(actors) if arms else ()
+    return choose(arms, observations, settings=graph.learning, rng=learning.rng, full=full)
+
+
+def first_choice(graph: RecipeGraph, step: StepSpec, learning: Learning) -> Choice | None:
+    """The actor and variant of a learning step's first attempt in a visit (None: the step
+    does not learn, so it runs with its own actor and prompt)."""
+    if not learns(step):
         return None
-    best = min(
-        candidates,
-        key=lambda s: (
-            -s.success_rate,
-            math.inf if s.mean_latency_ms is None else s.mean_latency_ms,
-            s.actor,
-        ),
-    )
-    return best.actor
+    actors = model_aliases(graph, step) if step.actor == LEARNED else [step.actor or ""]
+    return _choose(graph, step, actors, learning)
+
+
+def retry_choice(
+    graph: RecipeGraph, step: StepSpec, *, left: Collection[str], learning: Learning | None
+) -> Choice | None:
+    """The arm a retry with another actor runs, among actors not `left` (by alias or name);
+    None when none is left."""
+    left_names = {graph.actors.get(a, a) for a in left}
+    actors = [
+        a
+        for a in model_aliases(graph, step)
+        if a not in left and graph.actors.get(a, a) not in left_names
+    ]
+    return _choose(graph, step, actors, learning or Learning())

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from workflows.engine.actions import DecisionKind
+from workflows.engine.learner import Choice
 from workflows.engine.self_check import ValidationSummary
 from workflows.engine.sources import Citation
 
@@ -24,6 +25,10 @@ class StepResult:
     `error` says which limit); a branch with a `budget` condition then takes the run on.
     `validation`: how the step's validation loop ended (None: it ran none);
     `classification_failure`: why a classify step got no readable answer (None: it did).
+    `transient`: the step failed in a way trying again may help (a timeout, a connection
+    error, a provider's 429 or 5xx after its own retries): its severity is RETRIABLE.
+    `actor` / `variant`: the alias that answered (another than the step's own after a retry
+    or the learner's choice) and the prompt variant it was asked with.
     """
 
     step_key: str
@@ -39,6 +44,11 @@ class StepResult:
     budget_exceeded: bool = False
     validation: ValidationSummary | None = None
     classification_failure: str | None = None
+    # Who answered and with which prompt variant (None: the step's own actor, or unknown).
+    actor: str | None = None
+    variant: str = ""
+    # Trying again may help (see above): the failure's severity is RETRIABLE.
+    transient: bool = False
 
 
 # How a finished run ended: the runner's `Outcome` has the same values.
@@ -68,6 +78,8 @@ class Decision:
     A `fail` decision ends the run as failed, for `reason`: the step limit was reached, or
     the step failed and the branch taken does not ask about errors or timeouts.
     `outcome` is the run's outcome when the decision finishes it (None: the run goes on).
+    `feedback`: the failure the taken branch sends back to `next_step`, for its `{feedback}`
+    (an error severity of RECLASSIFICATION or REPLANNING, see `severity.py`).
     """
 
     kind: DecisionKind
@@ -79,3 +91,9 @@ class Decision:
     reason: str
     evaluations: list[Evaluation] = field(default_factory=list)
     outcome: RunOutcome | None = None
+    # The prompt variant the next attempt asks with ("": the step's own), and how the
+    # learner chose its actor and variant when it did (a retry with another actor).
+    variant: str = ""
+    choice: Choice | None = None
+    # The failure sent back to `next_step` (see above).
+    feedback: str | None = None

@@ -8,6 +8,8 @@ from typing import Any
 
 from workflows.engine.budget import Budget
 from workflows.engine.classification import Route
+from workflows.engine.intent import DEFAULT_MAX_ATTEMPTS as DEFAULT_INTENT_ATTEMPTS
+from workflows.engine.learner import DEFAULT_SETTINGS, LearnerSettings
 from workflows.engine.sources import SourceSpec
 from workflows.engine.tools import DEFAULT_MAX_TOOL_CALLS, DEFAULT_MAX_TOOL_SECONDS
 from workflows.engine.vocabulary import DEFAULT_HUMAN_OPTIONS, DEFAULT_MAX_RECLASSIFY
@@ -56,6 +58,14 @@ class BranchSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class Variant:
+    """Another prompt an llm step may ask with, named for the learner's figures."""
+
+    name: str
+    prompt: str
+
+
+@dataclass(frozen=True, slots=True)
 class StepSpec:
     """A node of the recipe graph; `branches` are sorted by ascending priority."""
 
@@ -87,6 +97,14 @@ class StepSpec:
     # tool: the one it calls, and each argument's template
     tool: str = ""
     arguments: Mapping[str, str] = field(default_factory=dict)
+    # intent: how many answers its model may give in all before an unreadable one fails it
+    max_attempts: int = DEFAULT_INTENT_ATTEMPTS
+    # any kind: the severity of the step's failures (None: CRITICAL; see `severity.py`)
+    failure_severity: str | None = None
+    # llm: other prompts the learner may choose, and the actors an `@learned` step (or a
+    # retry with another actor) chooses among (empty: every model alias of the recipe)
+    variants: tuple[Variant, ...] = ()
+    candidates: tuple[str, ...] = ()
     active_branches: tuple[BranchSpec, ...] = field(
         init=False, repr=False, compare=False, default=()
     )
@@ -99,8 +117,8 @@ class StepSpec:
 
 @dataclass(frozen=True, slots=True)
 class RecipeGraph:
-    """A whole recipe: inputs schema, actor aliases, the steps in sequence order, and the
-    budget of each run (None: no limits)."""
+    """A whole recipe: inputs schema, actor aliases, the steps in sequence order, the
+    budget of each run (None: no limits) and how its steps learn (`learner.py`)."""
 
     slug: str
     name: str
@@ -109,6 +127,7 @@ class RecipeGraph:
     actors: Mapping[str, str] = field(default_factory=dict)
     steps: tuple[StepSpec, ...] = ()
     budget: Budget | None = None
+    learning: LearnerSettings = DEFAULT_SETTINGS
     _positions: Mapping[str, int] = field(
         init=False, repr=False, compare=False, default_factory=dict
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from workflows.engine.conditions import error_severity
 from workflows.engine.conditions.base import ConditionUse
 from workflows.engine.conditions.registry import TYPES
 from workflows.engine.conditions.values import as_number, format_number
@@ -29,6 +30,7 @@ def lint_errors(graph: RecipeGraph) -> list[str]:
     errors: list[str] = []
     for i, step in enumerate(graph.steps):
         errors += _fallback_missing(step, f"steps[{i}]")
+    errors += error_severity.target_errors(graph)
     return errors
 
 
@@ -48,7 +50,7 @@ def _fallback_missing(step: StepSpec, path: str) -> list[str]:
 
 def lint_recipe(graph: RecipeGraph) -> list[str]:
     """Return every warning about `graph` as `path: message`."""
-    warnings = _unreachable(graph)
+    warnings = _unreachable(graph) + error_severity.target_warnings(graph)
     for i, step in enumerate(graph.steps):
         path = f"steps[{i}]"
         warnings += _stuck(step, path)

@@ -11,7 +11,9 @@ A failed step (an error, a timeout) fails the run, unless the branch taken asks 
 or timeouts: a default branch or the next step in sequence would go on working on nothing. A
 step the run's budget stopped is also handled by a branch that asks about the budget.
 The branch the run then does not follow is logged as matched but not taken: the ledger
-shows only the branch the run followed.
+shows only the branch the run followed. A branch taken on an `error_severity` of
+RECLASSIFICATION or REPLANNING sends the failure to its target as `{feedback}`, a bounded
+number of times per run (`severity.py`); once used up it is logged like an exhausted one.
 
 A step kind may choose the move itself (a decision tree goes to its leaf's target, see
 `step_kinds/decision_tree.py`); its branches are evaluated only when it chooses none.
@@ -22,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from workflows.engine.actions import RUNS_A_STEP, Move, is_bounded, move_for, retry_limit
-from workflows.engine.actor_choice import ActorStats
+from workflows.engine.actor_choice import Learning
 from workflows.engine.budget import Spend
 from workflows.engine.conditions import (
     EvalContext,
@@ -32,9 +34,11 @@ from workflows.engine.conditions import (
     asks_about_failure,
     evaluate_condition,
 )
+from workflows.engine.conditions.context import AnswerOf
 from workflows.engine.decisions import Decision, Evaluation, RunOutcome, StepResult
 from workflows.engine.errors import EngineError
 from workflows.engine.graph import BranchSpec, RecipeGraph, StepSpec
+from workflows.engine.severity import count_rerun, rerun_refusal, severity_of, with_feedback
 from workflows.engine.sources import Citation
 from workflows.engine.state import RunState
 from workflows.engine.step_kinds.base import StepKind
@@ -64,9 +68,10 @@ def _context(
     judge: Judge | None,
     hits_of: Callable[[int], Sequence[Citation]] | None,
     spend: Callable[[], Spend] | None,
+    answer_of: AnswerOf | None,
 ) -> EvalContext:
     selection = state.last_route_selection
-    evaluator = (step.validation or {}).get("judge") or step.actor
+    evaluator = (step.validation or {}).get("judge") or state.actor_override or step.actor
     return EvalContext(
         text=result.response or result.comment or "",
         facts=state.facts,
@@ -85,6 +90,8 @@ def _context(
         budget_exceeded=result.budget_exceeded,
         validation=result.validation,
         classification_failure=result.classification_failure,
+        answer_of=answer_of,
+        severity=severity_of(step, result),
     )
 
 
@@ -93,8 +100,9 @@ def _first_branch(
     step: StepSpec,
     state: RunState,
     ctx: EvalContext,
-    actor_stats: Sequence[ActorStats],
+    learning: Learning | None,
     evaluations: list[Evaluation],
+    variant: str,
 ) -> tuple[Move, BranchSpec, str] | None:
     """Evaluate the active branches in priority order, logging each; return the one taken."""
     for branch in step.active_branches:
@@ -108,12 +116,18 @@ def _first_branch(
                 exhausted = f"exhausted after {limit} retries"
                 evaluations.append(Evaluation(branch.name, branch.priority, True, False, exhausted))
                 continue
+        # A branch that sends the failure back to an earlier step is bounded per run.
+        used_up = rerun_refusal(graph, state, step, branch, ctx.severity)
+        if used_up is not None:
+            evaluations.append(Evaluation(branch.name, branch.priority, True, False, used_up))
+            continue
         move = move_for(
             graph,
             step,
             branch,
             override=state.actor_override,
-            actor_stats=actor_stats,
+            variant=variant,
+            learning=learning,
             tried=state.tried_actors.get(step.key, ()),
         )
         if move is None:
@@ -121,7 +135,7 @@ def _first_branch(
             evaluations.append(Evaluation(branch.name, branch.priority, True, False, refusal))
             continue
         evaluations.append(Evaluation(branch.name, branch.priority, True, True, why))
-        return move, branch, why
+        return with_feedback(move, graph, step, branch, ctx.severity, ctx.error), branch, why
     return None
 
 
@@ -150,18 +164,20 @@ def decide(
     result: StepResult,
     *,
     judge: Judge | None = None,
-    actor_stats: Sequence[ActorStats] = (),
+    learning: Learning | None = None,
     hits_of: Callable[[int], Sequence[Citation]] | None = None,
     spend: Callable[[], Spend] | None = None,
+    answer_of: AnswerOf | None = None,
 ) -> Decision:
     """Record `result` in `state` and return where the run goes next.
 
     `judge(evaluator_alias, instruction, text)` answers `ai_evaluation` conditions; each
-    (evaluator, instruction) is asked once per call. `actor_stats` informs the choice of
-    actor for RETRY_WITH_DIFFERENT_ACTOR without `params.alternative_actor`. `hits_of(seq)`
+    (evaluator, instruction) is asked once per call. `learning` is the evidence the learner
+    chooses by, for RETRY_WITH_DIFFERENT_ACTOR without `params.alternative_actor` (None: none). `hits_of(seq)`
     reads the hits of an earlier result, for the `retrieval` and `cites_source` conditions
     of a step that searched no sources itself (asked only when one is evaluated).
-    `spend()` tells what the run has spent, for `budget` conditions (asked when one is).
+    `spend()` tells what the run has spent, for `budget` conditions (asked when one is);
+    `answer_of(step_key)` reads an earlier step's latest answer, for `criteria_met`.
     """
     if not graph.has_step(result.step_key):
         raise EngineError(f"unknown step '{result.step_key}'")
@@ -172,6 +188,8 @@ def decide(
     if not state.step_order:
         state.step_order = [s.key for s in graph.steps]
     _record(step, kind, state, result)
+    if result.actor and result.actor != step.actor:
+        state.actor_override = result.actor  # a retry's or the learner's choice answered
     evaluations: list[Evaluation] = []
     move: Move | None = None
     taken: BranchSpec | None = None
@@ -182,8 +200,8 @@ def decide(
         evaluations.append(evaluation)
         name, reason = (evaluation.branch, evaluation.reason) if move else (None, "")
     if move is None:
-        ctx = _context(step, state, result, judge, hits_of, spend)
-        found = _first_branch(graph, step, state, ctx, actor_stats, evaluations)
+        ctx = _context(step, state, result, judge, hits_of, spend, answer_of)
+        found = _first_branch(graph, step, state, ctx, learning, evaluations, result.variant)
         if found is not None:
             move, taken, reason = found
             name = taken.name
@@ -202,6 +220,8 @@ def decide(
         _not_followed(evaluations, not_taken)
         return Decision("fail", None, None, None, None, None, failure, evaluations, "failed")
     _remember(state, step, move, taken)
+    if taken is not None:
+        count_rerun(graph, state, step, taken, severity_of(step, result))
     action = taken.action if taken is not None else None
     return Decision(
         move.kind,
@@ -213,6 +233,9 @@ def decide(
         reason,
         evaluations,
         _outcome(move.kind, action, state),
+        move.variant,
+        move.choice,
+        move.feedback,
     )
 
 

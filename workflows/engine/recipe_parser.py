@@ -24,11 +24,13 @@ from workflows.engine.conditions.base import ConditionScope
 from workflows.engine.errors import RecipeInvalid
 from workflows.engine.graph import RecipeGraph, StepSpec
 from workflows.engine.inputs import input_type_problem
+from workflows.engine.learner import parse_learning
 from workflows.engine.reading import DocumentReader
 from workflows.engine.step_kinds.base import StepKind
+from workflows.engine.step_kinds.common import read_failure_severity
 from workflows.engine.step_kinds.registry import DEFAULT_KIND, KIND_NAMES, step_kind
 from workflows.engine.templating import step_number
-from workflows.engine.vocabulary import FORMAT, INPUT_TYPES
+from workflows.engine.vocabulary import FORMAT, INPUT_TYPES, LEARNED
 
 SLUG = re.compile(r"[a-z0-9][a-z0-9_-]*")
 STEP_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
@@ -78,6 +80,7 @@ class _Parser(DocumentReader):
         self.doc = doc
         self.inputs: dict[str, dict[str, Any]] = {}
         self.branch_reader = BranchReader(self)
+        self.step_kinds: dict[str, str] = {}
 
     def parse(self) -> RecipeGraph:
         doc = self.doc
@@ -95,6 +98,7 @@ class _Parser(DocumentReader):
         self.parse_actors(doc.get("actors"))
         steps = self.parse_steps(doc.get("steps"))
         budget = parse_budget(doc.get("budget"), self.error)
+        learning = parse_learning(doc.get("learning"), self.error)
         if self.errors:
             raise RecipeInvalid(self.errors)
         return RecipeGraph(
@@ -105,6 +109,7 @@ class _Parser(DocumentReader):
             actors=self.actors,
             steps=tuple(steps),
             budget=budget,
+            learning=learning,
         )
 
     def parse_inputs(self, value: object) -> None:
@@ -181,6 +186,12 @@ class _Parser(DocumentReader):
             else:
                 seen[head.key] = i
         self.keys = list(seen)
+        # What a condition naming another step checks it against (criteria_met's intent step).
+        self.step_kinds = {
+            head.key: head.kind.name
+            for i, head in enumerate(heads)
+            if head is not None and head.key is not None and seen.get(head.key) == i
+        }
         steps = []
         for head in heads:
             if head is not None:
@@ -212,7 +223,12 @@ class _Parser(DocumentReader):
     def step_body(self, head: _StepHead) -> StepSpec | None:
         doc, path, kind = head.doc, head.path, head.kind
         name = self.text(doc, "name", f"{path}.name", required=True)
-        actor = self.actor_alias(doc.get("actor"), f"{path}.actor")
+        if doc.get("actor") == LEARNED:
+            actor: str | None = LEARNED
+            if kind.name != "llm":
+                self.error(f"{path}.actor", f"{LEARNED} is for llm steps only")
+        else:
+            actor = self.actor_alias(doc.get("actor"), f"{path}.actor")
         if doc.get("actor") is None and kind.actor_kind is not None:
             self.error(f"{path}.actor", f"is required for {kind.article} {kind.name} step")
         prompt = self.text(doc, "prompt", f"{path}.prompt") or ""
@@ -224,10 +240,20 @@ class _Parser(DocumentReader):
             )
             timeout = None
         position = self.position(doc.get("position"), f"{path}.position")
+        failure_severity = read_failure_severity(doc, path, self)
         kind_fields = {**head.fields, **kind.read_body(doc, path, self)}
         if doc.get("sources") not in (None, []) and "sources" not in kind_fields:
             self.error(f"{path}.sources", f"{kind.article} {kind.name} step searches no sources")
-        for key in ("tools", "max_tool_calls", "max_tool_seconds", "tool", "arguments"):
+        for key in (
+            "tools",
+            "max_tool_calls",
+            "max_tool_seconds",
+            "tool",
+            "arguments",
+            "max_attempts",
+            "variants",
+            "candidates",
+        ):
             if doc.get(key) not in (None, [], {}) and key not in kind_fields:
                 self.error(f"{path}.{key}", f"{kind.article} {kind.name} step has no {key}")
         scope = ConditionScope(
@@ -235,6 +261,8 @@ class _Parser(DocumentReader):
             actors=self.actors,
             route_names=self.route_names,
             step_options=kind_fields.get("options"),
+            step_kinds=self.step_kinds,
+            step_key=head.key,
         )
         branches = self.branch_reader.branches(
             doc.get("branches"), f"{path}.branches", head.key, scope
@@ -249,6 +277,7 @@ class _Parser(DocumentReader):
             prompt=prompt,
             timeout_s=timeout,
             position=position,
+            failure_severity=failure_severity,
             branches=tuple(sorted(branches, key=lambda b: b.priority)),
             **kind_fields,
         )

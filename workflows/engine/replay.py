@@ -19,6 +19,7 @@ from workflows.engine.graph import BranchSpec, RecipeGraph, StepSpec
 
 # The same bookkeeping as `decide`'s, so that a replayed state cannot drift from a decided one.
 from workflows.engine.next_step import _record, _remember
+from workflows.engine.severity import count_rerun, severity_of, with_feedback
 from workflows.engine.state import RunState
 from workflows.engine.step_kinds.registry import step_kind
 
@@ -60,6 +61,12 @@ def replay(graph: RecipeGraph, state: RunState, recorded: Iterable[RecordedStep]
             move, _ = kind.next_move(graph, step, state, entry.result)
         move = move or _move(graph, step, state, branch)
         _remember(state, step, move, branch)
+        if branch is not None:
+            # A failure sent back (a reclassification, a replanning) is counted as `decide`
+            # counts it, and the move carries it for the fork's next step.
+            severity = severity_of(step, entry.result)
+            move = with_feedback(move, graph, step, branch, severity, entry.result.error)
+            count_rerun(graph, state, step, branch, severity)
     return move
 
 
@@ -80,7 +87,6 @@ def _move(graph: RecipeGraph, step: StepSpec, state: RunState, branch: BranchSpe
         step,
         branch,
         override=state.actor_override,
-        actor_stats=(),
         tried=state.tried_actors.get(step.key, ()),
     )
     # None: no other actor is left now, yet the run did retry: with the one it went on with.

@@ -38,6 +38,10 @@ class RunState:
       `route_selections` / `last_route_selection` likewise for classify steps.
     - `sources_seq`: the seq of the latest result that searched sources (its StepRun holds
       the hits), None before any did.
+    - `reclassified`: per classify step, how often a RECLASSIFICATION branch sent a failure
+      back to it in this run; `replans`: per (step, branch), how often a REPLANNING branch
+      did (`severity.py`). Unlike `retries` they count over the whole run: a branch that goes
+      back starts a new visit.
     """
 
     inputs: dict[str, Any] = field(default_factory=dict)
@@ -59,6 +63,8 @@ class RunState:
     actor_override: str | None = None
     tried_actors: dict[str, list[str]] = field(default_factory=dict)
     sources_seq: int | None = None
+    reclassified: dict[str, int] = field(default_factory=dict)
+    replans: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @classmethod
     def start(
@@ -125,6 +131,15 @@ class RunState:
         """Count one more bounded retry of `branch` in the step's current visit."""
         key = (step_key, self.visits.get(step_key, 0), branch)
         self.retries[key] = self.retries.get(key, 0) + 1
+
+    def replans_used(self, step_key: str, branch: str) -> int:
+        """Return how often REPLANNING branch `branch` of `step_key` was taken in the run."""
+        return self.replans.get(step_key, {}).get(branch, 0)
+
+    def count_replan(self, step_key: str, branch: str) -> None:
+        """Count one more replanning through `branch` of `step_key`."""
+        counts = self.replans.setdefault(step_key, {})
+        counts[branch] = counts.get(branch, 0) + 1
 
     def note_tried(self, step_key: str, actor: str) -> None:
         """Remember that `actor` ran `step_key` in its current visit and a retry left it."""
@@ -198,6 +213,8 @@ class RunState:
             "actor_override": self.actor_override,
             "tried_actors": self.tried_actors,
             "sources_seq": self.sources_seq,
+            "reclassified": self.reclassified,
+            "replans": self.replans,
         }
 
     @classmethod
@@ -241,6 +258,12 @@ class RunState:
                 str(k): [str(a) for a in v] for k, v in (data.get("tried_actors") or {}).items()
             },
             sources_seq=int(data["sources_seq"]) if data.get("sources_seq") is not None else None,
+            # A state stored before severities existed has sent no failure back.
+            reclassified={str(k): int(v) for k, v in (data.get("reclassified") or {}).items()},
+            replans={
+                str(step): {str(b): int(n) for b, n in branches.items()}
+                for step, branches in (data.get("replans") or {}).items()
+            },
         )
 
 

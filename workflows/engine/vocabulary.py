@@ -37,6 +37,11 @@ ACTION_OUTCOMES: dict[str, str] = {
 # Actions that always run the same step again, whatever target names.
 REPEAT_ACTIONS = frozenset({"REQUEST_MORE_DETAIL", "ENHANCE_PROMPT", "RETRY_WITH_DIFFERENT_ACTOR"})
 
+# An actor reference of a recipe that names a group of reviewers; and a step's actor that
+# the learner chooses, among the step's candidates (`actor_choice.py`).
+HUMAN_ACTOR_PREFIX = "@human:"
+LEARNED = "@learned"
+
 REPEAT = "@repeat"
 END = "@end"
 COMPLETE = "@complete"

@@ -17,6 +17,16 @@ from workflows.engine.budget import (
     MAX_TOKENS_LIMIT,
     MIN_COST_LIMIT,
 )
+from workflows.engine.intent import MAX_ATTEMPTS_LIMIT as MAX_INTENT_ATTEMPTS
+from workflows.engine.learner import (
+    DEFAULT_HALF_LIFE,
+    DEFAULT_MIN_EVIDENCE,
+    MAX_CANDIDATES,
+    MAX_HALF_LIFE,
+    MAX_VARIANT_NAME,
+    MAX_VARIANTS,
+)
+from workflows.engine.severity import SEVERITIES
 from workflows.engine.sources import (
     DEFAULT_MIN_SCORE,
     DEFAULT_MODE,
@@ -104,6 +114,13 @@ class Source(_Strict):
     mode: Literal[MODES] = DEFAULT_MODE  # type: ignore[valid-type]
 
 
+class Variant(_Strict):
+    """Another prompt an llm step may ask with (the engine checks names and templates)."""
+
+    name: str = Field(min_length=1, max_length=MAX_VARIANT_NAME)
+    prompt: str = Field(min_length=1)
+
+
 class Step(_Strict):
     key: str = Field(min_length=1, max_length=100)
     name: str = Field(min_length=1, max_length=200)
@@ -111,6 +128,7 @@ class Step(_Strict):
     actor: str | None = Field(None, max_length=100)
     prompt: str = ""
     timeout_s: int | None = Field(None, ge=1, le=MAX_INT)
+    failure_severity: Literal[SEVERITIES] | None = None  # type: ignore[valid-type]
     validation: Validation | None = None
     position: Position | None = None
     branches: list[Branch] = Field(default_factory=list)
@@ -134,6 +152,13 @@ class Step(_Strict):
     # tool
     tool: str | None = Field(None, max_length=300)
     arguments: dict[str, str] | None = Field(None, max_length=MAX_ARGUMENTS)
+    # llm: what the learner chooses among (`workflows/engine/actor_choice.py`)
+    variants: list[Variant] | None = Field(None, max_length=MAX_VARIANTS)
+    candidates: list[Annotated[str, Field(max_length=100)]] | None = Field(
+        None, max_length=MAX_CANDIDATES
+    )
+    # intent
+    max_attempts: int | None = Field(None, ge=1, le=MAX_INTENT_ATTEMPTS)
 
 
 class Budget(_Strict):
@@ -147,6 +172,14 @@ class Budget(_Strict):
     max_seconds: float | None = Field(None, ge=1, le=MAX_SECONDS_LIMIT)
 
 
+class Learning(_Strict):
+    """How the recipe's steps learn which actor and variant works (`engine/learner.py`)."""
+
+    explore: bool = True
+    min_evidence: int = Field(DEFAULT_MIN_EVIDENCE, ge=0, le=1000)
+    half_life: int = Field(DEFAULT_HALF_LIFE, ge=1, le=MAX_HALF_LIFE)
+
+
 class RecipeDocument(_Strict):
     format: Literal[FORMAT]  # type: ignore[valid-type]
     slug: str = Field(min_length=1, max_length=100)
@@ -158,6 +191,7 @@ class RecipeDocument(_Strict):
     )
     steps: list[Step] = Field(min_length=1)
     budget: Budget | None = None
+    learning: Learning | None = None
 
 
 def json_schema() -> dict[str, Any]:

@@ -27,6 +27,10 @@ class ConditionScope:
     route_names: Collection[str]
     # The options the step offers reviewers (a human step's); None when it offers none.
     step_options: tuple[str, ...] | None
+    # Every step's kind by key, in sequence order, and the key of the step whose branches
+    # are read (a condition naming another step checks it exists, of the kind, earlier).
+    step_kinds: Mapping[str, str] = field(default_factory=dict)
+    step_key: str | None = None
 
     def error(self, path: str, message: str) -> None:
         """Report `message` at `path`."""

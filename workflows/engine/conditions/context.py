@@ -18,6 +18,9 @@ from workflows.engine.tools import ToolCalls
 # Implementations should send `scoring.evaluation_prompt(instruction, text)` to the model.
 Judge = Callable[[str, str, str], str]
 
+# answer_of(step key) -> the latest answer of that step in the run, or None before it answered.
+AnswerOf = Callable[[str], str | None]
+
 _ANSWER_LIMIT = 60
 
 
@@ -36,7 +39,8 @@ class EvalContext:
     caller keeps no account. `budget_exceeded`: the budget refused one of the step's calls.
     `validation`: how the step's validation loop ended (None: it ran none).
     `classification_failure`: why a classify step's classifier gave no readable answer
-    (None: it did, or the step classified nothing).
+    (None: it did, or the step classified nothing). `severity`: the severity of the step's
+    failure (None: it did not fail; see `severity.py`).
     """
 
     text: str
@@ -56,6 +60,12 @@ class EvalContext:
     budget_exceeded: bool = False
     validation: ValidationSummary | None = None
     classification_failure: str | None = None
+    severity: str | None = None
+    # Reads the latest answer of an earlier step (`step_answer`; criteria_met); None: none.
+    answer_of: AnswerOf | None = None
+    # What conditions other than judge scores ask a judge once per step result (the
+    # verdicts of criteria_met), under a key of the condition's own.
+    judged: dict[tuple[str, ...], object] = field(default_factory=dict)
     _tools: ToolCalls | None = field(default=None, init=False, repr=False)
     _content_type: str | None = field(default=None, init=False, repr=False)
     _folded: str | None = field(default=None, init=False, repr=False)
@@ -108,6 +118,11 @@ class EvalContext:
         if self._tools is None and self.tool_calls is not None:
             self._tools = ToolCalls(self.tool_calls)
         return self._tools
+
+    def step_answer(self, step_key: str) -> str | None:
+        """Return the latest answer of step `step_key` in the run (None: none yet, or no
+        reader of answers was given)."""
+        return None if self.answer_of is None else self.answer_of(step_key)
 
     def score(self, evaluator: str, prompt: str) -> tuple[float | None, str]:
         """Return the evaluator's score for the text, or None and why there is none."""

@@ -14,7 +14,9 @@ from workflows.engine.conditions import (
     classification_failed,
     confidence,
     content_type,
+    criteria_met,
     default,
+    error_severity,
     execution_error,
     execution_timeout,
     fallback_used,
@@ -40,6 +42,7 @@ TYPES: tuple[ConditionType, ...] = (
     human_decision.CONDITION_TYPE,
     execution_timeout.CONDITION_TYPE,
     execution_error.CONDITION_TYPE,
+    error_severity.CONDITION_TYPE,
     field_compare.CONDITION_TYPE,
     content_type.CONDITION_TYPE,
     route_selected.CONDITION_TYPE,
@@ -54,6 +57,7 @@ TYPES: tuple[ConditionType, ...] = (
     validation_passed.CONDITION_TYPE,
     fallback_used.CONDITION_TYPE,
     attempts.CONDITION_TYPE,
+    criteria_met.CONDITION_TYPE,
     default.CONDITION_TYPE,
 )
 _BY_NAME: dict[str, ConditionType] = {

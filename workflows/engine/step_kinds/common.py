@@ -1,4 +1,5 @@
-"""The step fields several kinds share: actor, prompt, timeout, sources, tools."""
+"""The step fields several kinds share: actor, prompt, timeout, failure severity, sources,
+tools."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from workflows.engine.field_spec import FieldSpec
 from workflows.engine.reading import DocumentReader
+from workflows.engine.severity import CRITICAL, SEVERITIES, severity_problem
 from workflows.engine.sources import (
     DEFAULT_MIN_SCORE,
     DEFAULT_MODE,
@@ -30,6 +32,18 @@ from workflows.engine.tools import (
 TIMEOUT = FieldSpec(
     "timeout_s", "Timeout (seconds)", "integer", help="How long the step may take; at least 1."
 )
+FAILURE_SEVERITY = FieldSpec(
+    "failure_severity",
+    "Failure severity",
+    "choice",
+    choices=SEVERITIES,
+    default=CRITICAL,
+    help=(
+        "What the step's failures are, for error_severity branches (a transient failure is "
+        "RETRIABLE whatever this says): RECLASSIFICATION asks a classify step again, "
+        "REPLANNING goes back to an earlier step, with the failure as feedback."
+    ),
+)
 SOURCES_HELP = (
     "JSON: a list of {knowledge_base, query, top_k, min_score, mode}: the knowledge bases "
     f"searched (top_k 1 to {MAX_TOP_K}, default {DEFAULT_TOP_K}; min_score 0 to 1, default "
@@ -45,6 +59,18 @@ def actor(help_text: str) -> FieldSpec:
 def prompt(label: str, help_text: str = "") -> FieldSpec:
     """Return the spec of a kind's `prompt` template."""
     return FieldSpec("prompt", label, "template", help=help_text)
+
+
+def read_failure_severity(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> str | None:
+    """Read a step's `failure_severity` (None: not set, its failures are CRITICAL)."""
+    value = doc.get("failure_severity")
+    if value is None:
+        return None
+    problem = severity_problem(value)
+    if problem is not None:
+        reader.error(f"{path}.failure_severity", problem)
+        return None
+    return str(value)
 
 
 def sources(help_text: str, *, required: bool = False) -> FieldSpec:

@@ -15,6 +15,7 @@ from workflows.engine.graph import RecipeGraph, StepSpec
 from workflows.engine.reading import DocumentReader
 from workflows.engine.state import RunState
 from workflows.engine.step_kinds.base import StepKind
+from workflows.engine.step_kinds.common import FAILURE_SEVERITY
 from workflows.engine.vocabulary import COMPLETE, END
 
 
@@ -90,6 +91,7 @@ STEP_KIND = StepKind(
             "text",
             help="JSON: leaf name to step key, @end or @complete (default: the leaf's name).",
         ),
+        FAILURE_SEVERITY,
     ),
     read_body=read_body,
     actor_kind=None,

@@ -8,7 +8,7 @@ from typing import Any
 from workflows.engine.field_spec import FieldSpec
 from workflows.engine.reading import DocumentReader
 from workflows.engine.step_kinds.base import StepKind
-from workflows.engine.step_kinds.common import TIMEOUT, actor, prompt
+from workflows.engine.step_kinds.common import FAILURE_SEVERITY, TIMEOUT, actor, prompt
 from workflows.engine.vocabulary import DEFAULT_HUMAN_OPTIONS
 
 
@@ -63,6 +63,7 @@ STEP_KIND = StepKind(
             help="The decisions a reviewer may take.",
         ),
         TIMEOUT,
+        FAILURE_SEVERITY,
         FieldSpec(
             "escalate_to",
             "Escalate to",

@@ -7,9 +7,12 @@ from typing import Any
 
 from workflows.engine.checks import is_int, is_number
 from workflows.engine.field_spec import FieldSpec
+from workflows.engine.graph import Variant
+from workflows.engine.learner import MAX_VARIANT_NAME, MAX_VARIANTS, SUFFIX_MARK
 from workflows.engine.reading import DocumentReader
 from workflows.engine.step_kinds.base import StepKind
 from workflows.engine.step_kinds.common import (
+    FAILURE_SEVERITY,
     MAX_TOOL_CALLS,
     MAX_TOOL_SECONDS,
     TIMEOUT,
@@ -20,18 +23,85 @@ from workflows.engine.step_kinds.common import (
     read_tools,
     sources,
 )
+from workflows.engine.vocabulary import HUMAN_ACTOR_PREFIX
 
 DEFAULT_THRESHOLD = 0.75
 DEFAULT_MAX_ATTEMPTS = 5
 
 
 def read_body(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> dict[str, Any]:
-    """Read the sources searched before the call, the tools, and the validation settings."""
+    """Read the sources searched before the call, the tools, the validation settings, and
+    what the learner chooses among (variants, candidate actors)."""
     return {
         "sources": read_sources(doc, path, reader),
         **read_tools(doc, path, reader),
         "validation": _validation(doc, path, reader),
+        "variants": _variants(doc, path, reader),
+        "candidates": _candidates(doc, path, reader),
     }
+
+
+def _variants(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> tuple[Variant, ...]:
+    """Read `variants`: each a unique `name` and a `prompt` template."""
+    path = f"{path}.variants"
+    value = doc.get("variants")
+    if value in (None, []):
+        return ()
+    if not isinstance(value, list):
+        reader.error(
+            path, f"must be a list of {{name, prompt}} objects, got {type(value).__name__}"
+        )
+        return ()
+    if len(value) > MAX_VARIANTS:
+        reader.error(path, f"a step has at most {MAX_VARIANTS} variants, got {len(value)}")
+        return ()
+    variants: list[Variant] = []
+    for i, item in enumerate(value):
+        entry = reader.mapping(item, f"{path}[{i}]")
+        if entry is None:
+            continue
+        name = reader.text(entry, "name", f"{path}[{i}].name", required=True)
+        prompt = reader.text(entry, "prompt", f"{path}[{i}].prompt", required=True)
+        if name is not None and (
+            not name.strip() or name.startswith(SUFFIX_MARK) or len(name) > MAX_VARIANT_NAME
+        ):
+            reader.error(
+                f"{path}[{i}].name",
+                f"must be 1 to {MAX_VARIANT_NAME} characters, not starting with "
+                f"'{SUFFIX_MARK}' (the mark of a variant learned from a repeat)",
+            )
+            name = None
+        elif name is not None and any(v.name == name for v in variants):
+            reader.error(f"{path}[{i}].name", f"the variant '{name}' is listed twice")
+            name = None
+        if prompt is not None:
+            reader.check_template(prompt, f"{path}[{i}].prompt")
+        if name is not None and prompt is not None:
+            variants.append(Variant(name, prompt))
+    return tuple(variants)
+
+
+def _candidates(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> tuple[str, ...]:
+    """Read `candidates`: the model aliases the learner may choose the step's actor among."""
+    path = f"{path}.candidates"
+    value = doc.get("candidates")
+    if value in (None, []):
+        return ()
+    if not isinstance(value, list):
+        reader.error(path, f"must be a list of actor aliases, got {type(value).__name__}")
+        return ()
+    aliases: list[str] = []
+    for i, alias in enumerate(value):
+        checked = reader.actor_alias(alias, f"{path}[{i}]")
+        if checked is None:
+            continue
+        if reader.actors[checked].startswith(HUMAN_ACTOR_PREFIX):
+            reader.error(f"{path}[{i}]", f"'{checked}' is a reviewer group, not a model")
+        elif checked in aliases:
+            reader.error(f"{path}[{i}]", f"'{checked}' is listed twice")
+        else:
+            aliases.append(checked)
+    return tuple(aliases)
 
 
 def _validation(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> Any:
@@ -63,9 +133,10 @@ STEP_KIND = StepKind(
     label="LLM",
     help="A model answers the rendered prompt.",
     fields=(
-        actor("The model alias that answers."),
+        actor("The model alias that answers, or @learned: the learner chooses it."),
         prompt("Prompt"),
         TIMEOUT,
+        FAILURE_SEVERITY,
         sources(
             "Searched before the call; the prompt shows the hits where it names {sources}, "
             "else under a Sources: heading at its end."
@@ -87,6 +158,19 @@ STEP_KIND = StepKind(
             default=DEFAULT_MAX_ATTEMPTS,
         ),
         FieldSpec("validation.judge", "Validation judge", "actor"),
+        FieldSpec(
+            "variants",
+            "Prompt variants",
+            "text",
+            help="Other prompts ({name, prompt}) the learner may ask with; see learning.",
+        ),
+        FieldSpec(
+            "candidates",
+            "Candidate actors",
+            "text",
+            help="The model aliases an @learned step or a retry with another actor may "
+            "choose among (default: every model alias).",
+        ),
         FieldSpec(
             "validation.fallback",
             "Fallback text",

@@ -7,7 +7,15 @@ that executes it (in `runner/steps/`, named in its `EXECUTORS`), and run
 
 from __future__ import annotations
 
-from workflows.engine.step_kinds import classify, decision_tree, human, llm, retrieve, tool
+from workflows.engine.step_kinds import (
+    classify,
+    decision_tree,
+    human,
+    intent,
+    llm,
+    retrieve,
+    tool,
+)
 from workflows.engine.step_kinds.base import StepKind
 
 KINDS: tuple[StepKind, ...] = (
@@ -17,6 +25,7 @@ KINDS: tuple[StepKind, ...] = (
     classify.STEP_KIND,
     retrieve.STEP_KIND,
     tool.STEP_KIND,
+    intent.STEP_KIND,
 )
 _BY_NAME: dict[str, StepKind] = {kind.name: kind for kind in KINDS}
 KIND_NAMES: tuple[str, ...] = tuple(_BY_NAME)

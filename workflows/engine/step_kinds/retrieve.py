@@ -7,7 +7,7 @@ from typing import Any
 
 from workflows.engine.reading import DocumentReader
 from workflows.engine.step_kinds.base import StepKind
-from workflows.engine.step_kinds.common import read_sources, sources
+from workflows.engine.step_kinds.common import FAILURE_SEVERITY, read_sources, sources
 
 
 def read_body(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> dict[str, Any]:
@@ -35,6 +35,7 @@ STEP_KIND = StepKind(
             "A search without a query searches for the value of the recipe's first input.",
             required=True,
         ),
+        FAILURE_SEVERITY,
     ),
     read_body=read_body,
     actor_kind=None,

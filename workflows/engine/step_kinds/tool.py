@@ -13,7 +13,7 @@ from typing import Any
 from workflows.engine.field_spec import FieldSpec
 from workflows.engine.reading import DocumentReader
 from workflows.engine.step_kinds.base import StepKind
-from workflows.engine.step_kinds.common import TIMEOUT
+from workflows.engine.step_kinds.common import FAILURE_SEVERITY, TIMEOUT
 from workflows.engine.tools import MAX_ARGUMENTS, tool_name_problem
 
 
@@ -63,6 +63,7 @@ STEP_KIND = StepKind(
             help='JSON: an object of argument name: template ("{steps.ask}", "3").',
         ),
         TIMEOUT,
+        FAILURE_SEVERITY,
     ),
     read_body=read_body,
     actor_kind=None,
