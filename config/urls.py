@@ -1,13 +1,23 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
+from django.utils.functional import lazy
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from runner.metrics import metrics_view
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # Browsers ask for /favicon.ico whatever a page links; the icon is a static file (lazy: the
+    # static files storage is read when asked, not at import).
+    path(
+        "favicon.ico",
+        RedirectView.as_view(url=lazy(static, str)("favicon.ico"), permanent=True),
+        name="favicon",
+    ),
     # Prometheus scrapes /metrics, without a trailing slash, by default.
     path("metrics", metrics_view, name="metrics"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

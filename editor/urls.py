@@ -36,6 +36,7 @@ urlpatterns = [
     path("inbox/", inbox.inbox, name="inbox"),
     path("inbox/tasks/<int:task_id>/", inbox.task_card, name="inbox-task"),
     path("inbox/tasks/<int:task_id>/decide/", inbox.task_decide_view, name="inbox-decide"),
+    path("inbox/tasks/<int:task_id>/claim/", inbox.task_claim_view, name="inbox-claim"),
     path("recipes/new/", views.recipe_new, name="recipe-new"),
     path("recipes/<slug:slug>/", editor.recipe_editor, name="recipe-editor"),
     path("recipes/<slug:slug>/check/", editor.recipe_check, name="recipe-check"),

@@ -25,7 +25,7 @@ from workflows.apis.schema import WHOLE_NUMBER_MAX, JSONObjectField, StrictText,
 from workflows.selectors import recipe_get
 from workflows.validators import whole_number
 
-from . import compare, human, reruns, selectors, services
+from . import compare, human, reruns, review_queue, selectors, services
 from .events import serialize_event
 from .idempotency import HEADER, MAX_KEY_LENGTH, respond_once
 from .inputs import InputsInvalid
@@ -163,6 +163,12 @@ class TaskOutput(serializers.ModelSerializer):
     decided_by = serializers.SlugRelatedField(
         slug_field="username", read_only=True, allow_null=True
     )
+    claimed_by = serializers.SlugRelatedField(
+        slug_field="username",
+        read_only=True,
+        allow_null=True,
+        help_text="the reviewer who said they are on the task (null: nobody)",
+    )
 
     class Meta:
         model = HumanTask
@@ -179,6 +185,8 @@ class TaskOutput(serializers.ModelSerializer):
             "decision",
             "comment",
             "decided_by",
+            "claimed_by",
+            "claimed_at",
             "decided_at",
             "created_at",
         ]
@@ -472,16 +480,94 @@ class RunEventsApi(APIView):
         return Response([serialize_event(e) for e in page.items], headers=headers)
 
 
+TASK_FILTER_PARAMETERS = [
+    OpenApiParameter("recipe", str, description="only the tasks of runs of this recipe (slug)"),
+    OpenApiParameter("group", str, description="only the tasks of this reviewer group (name)"),
+    OpenApiParameter(
+        "due",
+        {"type": "string", "enum": list(review_queue.DUE_FILTERS)},
+        description="`overdue`: past the due time; `soon`: due within "
+        f"{int(review_queue.DUE_SOON.total_seconds() // 60)} minutes; `later`: due after "
+        "that; `none`: no due time",
+    ),
+    OpenApiParameter(
+        "q",
+        {"type": "string", "maxLength": review_queue.MAX_SEARCH_CHARS},
+        description="search the step key, question, material and recipe name (any case)",
+    ),
+    OpenApiParameter(
+        "sort",
+        {"type": "string", "enum": list(review_queue.SORTS), "default": "oldest"},
+        description="`oldest` or `newest` first by creation; `due`: soonest due first, the "
+        "tasks with a due time only",
+    ),
+]
+
+
 class TaskListApi(APIView):
     @extend_schema(
-        parameters=[*cursor_parameters(MAX_LIMIT), TOTAL_COUNT_HEADER],
+        parameters=[*TASK_FILTER_PARAMETERS, *cursor_parameters(MAX_LIMIT), TOTAL_COUNT_HEADER],
         responses=TaskOutput(many=True),
     )
     def get(self, request: Request) -> Response:
-        """The caller's open human tasks (those of their reviewer groups), oldest first."""
-        tasks = selectors.tasks_for_reviewer(request.user)
+        """The caller's open human tasks (those of their reviewer groups), oldest first, or
+        as filtered and sorted."""
+        try:
+            filters = review_queue.task_filters(request.query_params)
+        except review_queue.FilterError as exc:
+            return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
+        tasks = review_queue.tasks_in_queue(request.user, filters)
         page = cursor_page(tasks, request, default_limit=MAX_LIMIT, count=True)
         return Response(TaskOutput(page.items, many=True).data, headers=page.headers)
+
+
+class _TaskClaimChange(APIView):
+    change: Any  # human.task_claim or human.task_unclaim
+
+    def post(self, request: Request, task_id: int) -> Response:
+        task = selectors.task_visible(user=request.user, task_id=task_id)
+
+        def change() -> Response:
+            try:
+                changed = type(self).change(task_id=task.pk, user=request.user)
+            except human.NotInGroup as exc:
+                raise PermissionDenied(str(exc)) from None
+            except (human.TaskClosed, human.ClaimedByAnother) as exc:
+                return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
+            except HumanTask.DoesNotExist:
+                raise NotFound() from None
+            return Response(TaskOutput(changed).data)
+
+        return respond_once(request, change)
+
+
+class TaskClaimApi(_TaskClaimChange):
+    change = staticmethod(human.task_claim)
+
+    @extend_schema(
+        request=None,
+        parameters=[IDEMPOTENCY_KEY],
+        responses={200: TaskOutput, **errors(409, 422)},
+    )
+    def post(self, request: Request, task_id: int) -> Response:
+        """Say you are on an open task: the group's other reviewers see it live. Claiming your
+        own claim again changes nothing; 409 when another reviewer is on it or it closed. A
+        claim does not lock: any reviewer of the group may still decide."""
+        return super().post(request, task_id)
+
+
+class TaskUnclaimApi(_TaskClaimChange):
+    change = staticmethod(human.task_unclaim)
+
+    @extend_schema(
+        request=None,
+        parameters=[IDEMPOTENCY_KEY],
+        responses={200: TaskOutput, **errors(409, 422)},
+    )
+    def post(self, request: Request, task_id: int) -> Response:
+        """Let go of your claim on an open task (a task nobody claimed is left as it is); 409
+        when another reviewer is on it or it closed."""
+        return super().post(request, task_id)
 
 
 class TaskDecideApi(APIView):

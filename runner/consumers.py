@@ -17,8 +17,11 @@ Messages sent to the browser, as JSON:
         finds the client out of date: how many tasks the user's groups have open, and the first
         REVIEWS_FIRST_PAGE of them in the inbox's order (oldest first; the page loads more
         over HTTP);
-    {"type": "task", "kind": "created" | "closed", "task": TASK, "count": N}  then every change,
-        with the open count read after it (so the count is exact, however many tasks are open).
+    {"type": "task", "kind": "created" | "closed" | "claimed", "task": TASK, "count": N}  then
+        every change, with the open count read after it (so the count is exact, however many
+        tasks are open); `claimed`: a reviewer claimed the open task or let it go, and
+        TASK's `claimed_by` (a username, null once let go) and `claimed_at` say who and since
+        when. TASK is `runner.events.task_payload` (`runner.event_schema.TASK`).
 `/ws/runs/` (send {"watch": [RUN_ID, ...]} to follow runs besides one's own)
     {"type": "status", "run": ID, "status": "...", "outcome": "..."}
 
@@ -507,7 +510,7 @@ class RunEventsConsumer(_Consumer):
 
 class ReviewsConsumer(_Consumer):
     """Send the open count and the first open tasks of the user's reviewer groups, then every
-    task created or closed, each with the open count after it."""
+    task created, closed, claimed or let go, each with the open count after it."""
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -543,7 +546,8 @@ class ReviewsConsumer(_Consumer):
             await self.send_json({"type": "tasks", "count": self.told[0], "tasks": tasks})
 
     async def task_changed(self, message: dict[str, Any]) -> None:
-        """Handle `task.changed` from a reviewers' group: pass it on with the count after it."""
+        """Handle `task.changed` from a reviewers' group: pass it on with the count after it
+        (a claim changes no count: `told` stays)."""
         task = message["task"]
         async with self.send_lock:
             count, _ = _union(await _fingerprints_now(self.group_ids), self.group_ids)

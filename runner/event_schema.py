@@ -29,6 +29,8 @@ TASK: Schema = {
     "decision": str,
     "comment": str,
     "decided_by": str | None,  # a username
+    "claimed_by": str | None,  # a username: who said they are on it
+    "claimed_at": str | None,  # ISO 8601
 }
 
 RUN_STATUS: Schema = {"status": str}

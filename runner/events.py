@@ -166,6 +166,8 @@ def task_payload(task: HumanTask) -> dict[str, Any]:
         "decision": task.decision,
         "comment": task.comment,
         "decided_by": task.decided_by.username if task.decided_by_id else None,
+        "claimed_by": task.claimed_by.username if task.claimed_by_id else None,
+        "claimed_at": task.claimed_at.isoformat() if task.claimed_at else None,
     }
 
 
@@ -249,10 +251,10 @@ STATUS_EVENT_TYPES = frozenset({"run.started", "run.status", "run.finished"})
 
 
 def push_task_change(
-    group_ids: Iterable[int], kind: Literal["created", "closed"], task: dict[str, Any]
+    group_ids: Iterable[int], kind: Literal["created", "closed", "claimed"], task: dict[str, Any]
 ) -> None:
-    """Tell the reviewers of these groups, after commit, that a task waits for them, or no
-    longer does (decided, timed out, escalated elsewhere or closed)."""
+    """Tell the reviewers of these groups, after commit, that a task waits for them, no longer
+    does (decided, timed out, escalated elsewhere or closed), or was claimed or let go."""
     ids = sorted(set(group_ids))
 
     def push() -> None:

@@ -1,4 +1,4 @@
-"""Human tasks: decide, escalate, time out. A decision resumes its run exactly once."""
+"""Human tasks: claim, decide, escalate, time out. A decision resumes its run exactly once."""
 
 from __future__ import annotations
 
@@ -24,6 +24,63 @@ class NotInGroup(Exception):
 
 class BadDecision(Exception):
     """The decision is not one of the task's options."""
+
+
+class ClaimedByAnother(Exception):
+    """Another reviewer is on the task: only they may let it go, and nobody else claim it."""
+
+
+def task_claim(*, task_id: int, user: AbstractBaseUser) -> HumanTask:
+    """Say the user is on an open task, so that the group's other reviewers see it live.
+
+    A claim informs, it does not lock: any reviewer of the group may still decide (a claimer who
+    left for the day must not hold a run up). Claiming one's own claim again changes nothing.
+    """
+    with transaction.atomic():
+        task = _task_of_reviewer(task_id, user)
+        # One conditional UPDATE (STYLE habit 5): of two reviewers claiming at once, one wins.
+        took = HumanTask.objects.filter(
+            pk=task_id, status=TaskStatus.OPEN, claimed_by__isnull=True
+        ).update(claimed_by=user, claimed_at=timezone.now())
+        task.refresh_from_db()
+        if not took:
+            _check_claimable(task, user)
+            return task  # the user's own claim already
+        events.push_task_change([task.group_id], "claimed", events.task_payload(task))
+    return task
+
+
+def task_unclaim(*, task_id: int, user: AbstractBaseUser) -> HumanTask:
+    """Let go of the user's claim on an open task; a task nobody claimed is left as it is."""
+    with transaction.atomic():
+        task = _task_of_reviewer(task_id, user)
+        released = HumanTask.objects.filter(
+            pk=task_id, status=TaskStatus.OPEN, claimed_by=user
+        ).update(claimed_by=None, claimed_at=None)
+        task.refresh_from_db()
+        if not released:
+            if task.claimed_by_id is None and task.status == TaskStatus.OPEN:
+                return task
+            _check_claimable(task, user)
+        events.push_task_change([task.group_id], "claimed", events.task_payload(task))
+    return task
+
+
+def _task_of_reviewer(task_id: int, user: AbstractBaseUser) -> HumanTask:
+    task = HumanTask.objects.select_related("group", "claimed_by").get(pk=task_id)
+    if not user.groups.filter(pk=task.group_id).exists():
+        raise NotInGroup("You are not a reviewer of this task's group.")
+    return task
+
+
+def _check_claimable(task: HumanTask, user: AbstractBaseUser) -> None:
+    """Raise why a claim of `task` (read after the UPDATE that missed it) cannot change."""
+    if task.status != TaskStatus.OPEN:
+        raise TaskClosed(f"This task is {task.status.replace('_', ' ')} already.")
+    if task.claimed_by_id is not None and task.claimed_by_id != user.pk:
+        since = timezone.localtime(task.claimed_at).strftime("%H:%M") if task.claimed_at else ""
+        who = task.claimed_by.username if task.claimed_by else "another reviewer"
+        raise ClaimedByAnother(f"{who} is on this task{f' since {since}' if since else ''}.")
 
 
 def task_decide(
@@ -92,6 +149,8 @@ def _escalate(run: Run, task: HumanTask, now: datetime) -> None:
     old_group = task.group_id
     wait = (task.due_at - task.created_at) if task.due_at else timedelta(hours=1)
     task.group_id = task.escalation_group_id
+    # A claimer of the old group is not one of the new group's reviewers.
+    task.claimed_by, task.claimed_at = None, None
     task.escalated_at = now
     task.due_at = now + wait
     task.save()

@@ -85,14 +85,18 @@ def tasks_for_reviewer(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Human
         return HumanTask.objects.none()
     return (
         HumanTask.objects.filter(status=TaskStatus.OPEN, group__in=user.groups.all())
-        .select_related("group", "run__recipe", "decided_by")
+        .select_related("group", "run__recipe", "decided_by", "claimed_by")
         .order_by("created_at", "pk")
     )
 
 
 def task_visible(*, user: AbstractBaseUser | AnonymousUser, task_id: int) -> HumanTask:
     """Return a task of one of the user's groups (any status), or 404."""
-    task = HumanTask.objects.select_related("group", "decided_by", "run").filter(pk=task_id).first()
+    task = (
+        HumanTask.objects.select_related("group", "decided_by", "claimed_by", "run")
+        .filter(pk=task_id)
+        .first()
+    )
     if task is None or not user.is_authenticated:
         raise Http404(f"No task {task_id}.")
     return task

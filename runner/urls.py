@@ -17,4 +17,8 @@ urlpatterns = [
     api(f"runs/(?P<run_id>{WHOLE_NUMBER})/events", apis.RunEventsApi.as_view(), "run-events"),
     api("tasks", apis.TaskListApi.as_view(), "task-list"),
     api(f"tasks/(?P<task_id>{WHOLE_NUMBER})/decide", apis.TaskDecideApi.as_view(), "task-decide"),
+    api(f"tasks/(?P<task_id>{WHOLE_NUMBER})/claim", apis.TaskClaimApi.as_view(), "task-claim"),
+    api(
+        f"tasks/(?P<task_id>{WHOLE_NUMBER})/unclaim", apis.TaskUnclaimApi.as_view(), "task-unclaim"
+    ),
 ]

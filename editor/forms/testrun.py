@@ -116,6 +116,10 @@ class TestRunForm(forms.Form):
                 )
             if spec.get("description"):
                 field.help_text = spec["description"]
+            if "default" in spec:
+                # Shown filled in, so the person running sees what the run will use; a field
+                # emptied is left out of the inputs and the run takes the default all the same.
+                field.initial = spec["default"]
             self.fields[f"input_{name}"] = field
             self.input_names.append(name)
         actors = document.get("actors") if isinstance(document.get("actors"), dict) else {}

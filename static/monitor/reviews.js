@@ -2,22 +2,30 @@
  * reviews.js: the reviewers' live view, loaded on every page for a signed-in user.
  *
  * Follows /ws/reviews/ and keeps the open-task count in the navigation and the page title: every
- * message carries the exact count. On the inbox page, which shows the oldest open tasks a page
- * at a time, it also
- * - adds the card of a task that appears (rendered by the server) when the page shows every
- *   open task, and otherwise offers "Load more", which loads the tasks after the last card;
- * - removes the card of a task that someone else decided, with a short notice saying so;
+ * message carries the exact count. On the inbox page (a review queue: the list of tasks on the
+ * left, the selected task's card on the right, one column on a phone), which shows the open
+ * tasks of a view (filters, sort, search) a page at a time, it also
+ * - builds the list's rows from the cards (each card carries its row's facts as data-*), keeps
+ *   one card selected (click a row, or j/k), and triages by keyboard: a/r/v decide, c or /
+ *   focus the comment, Esc leaves it, m claims or lets go;
+ * - adds the card of a task that appears (rendered by the server) when the page shows the
+ *   whole queue oldest first and every open task, and otherwise offers "Load more", which
+ *   loads the tasks after the last card (with the view's filters);
+ * - removes the card of a task that was decided: by someone else, with a notice saying so; by
+ *   this user, once their decision is recorded, moving to the next task;
+ * - shows who is on a task as claims change (the server renders the claim line);
+ * - keeps the due badges (overdue, due soon) current as time passes;
  * - reconciles the cards with a snapshot (the count and the first page, sent on connect and
  *   after missed changes): a card the snapshot proves closed goes, a task of its first page
  *   comes, and cards past the first page stay as they are.
- * Cards stay in the inbox's order (`data-order`), and a card the user is deciding on or has
- * decided stays.
+ * Cards stay in the inbox's order (`data-order`), and a card the user is deciding on stays.
  */
 import { loadPartial } from "./partials.js";
 import { LiveSocket } from "./socket.js";
 
 const counters = document.querySelectorAll("[data-inbox-count]");
 const totals = document.querySelectorAll("[data-inbox-total]");
+const plurals = document.querySelectorAll("[data-inbox-plural]");
 const list = document.getElementById("inbox-tasks");
 const empty = document.getElementById("inbox-empty");
 const notices = document.getElementById("inbox-notices");
@@ -27,6 +35,14 @@ const pageSize = list ? Number(list.dataset.pageSize) || 25 : 0;
 // or a new task says nothing of what it shows.
 const fromOldest = list ? list.dataset.fromOldest === "true" : false;
 const MAX_NOTICES = 5;
+// A view narrowed by filters, a sort or a search: the socket's snapshot and new tasks are of the
+// whole queue, oldest first, so they say nothing of what it shows (closed tasks still go).
+const narrowed = list ? list.dataset.narrowed === "true" : false;
+const dueSoonMs = list ? Number(list.dataset.dueSoonMs) || 3600000 : 0;
+const layout = document.getElementById("inbox-layout");
+const rows = document.getElementById("inbox-list");
+let selectedId = null; // the task whose card the detail pane shows
+let pageMore = null; // in a narrowed view: whether the last page loaded said more follow
 // Cards of tasks waiting for a decision here: open, or decided by this user on the way.
 const WAITING = '.task-card:is([data-status="open"], [data-status="deciding"])';
 
@@ -41,6 +57,9 @@ function showCount() {
   });
   totals.forEach((el) => {
     el.textContent = String(count);
+  });
+  plurals.forEach((el) => {
+    el.textContent = count === 1 ? "" : "s";
   });
   document.title = (count ? `(${count}) ` : "") + baseTitle;
 }
@@ -75,22 +94,184 @@ function cardUrl(id) {
 }
 
 function moreUrl() {
+  // The view's filters, sort and search stay; the page starts after the last card.
+  const params = new URLSearchParams(window.location.search);
+  params.delete("cursor");
   const last = cards().at(-1);
-  const query = last && last.dataset.cursor ? `?cursor=${encodeURIComponent(last.dataset.cursor)}` : "";
-  return `${window.location.pathname}${query}`;
+  if (last && last.dataset.cursor) params.set("cursor", last.dataset.cursor);
+  const query = params.toString();
+  return `${window.location.pathname}${query ? `?${query}` : ""}`;
+}
+
+function claimUrl(id) {
+  return list.dataset.claimUrl.replace(/0\/claim\/$/, `${encodeURIComponent(id)}/claim/`);
+}
+
+// Someone claimed a task or let it go: the server renders the claim line as this user sees it.
+function refreshClaim(task) {
+  const card = cardOf(task.id);
+  const form = card && card.querySelector("form.claim");
+  if (!form || card.dataset.status !== "open") return;
+  card.dataset.claimedBy = task.claimed_by || "";
+  loadPartial(claimUrl(task.id), form, "outerHTML")
+    .catch(() => false)
+    .finally(refresh);
 }
 
 function refresh() {
   if (!list) return;
   if (empty) empty.hidden = list.querySelector(".task-card") !== null;
-  // More tasks are open than the page shows waiting: they come after its last card.
-  if (moreRow && count !== null) moreRow.hidden = count <= waiting() + fetching.size;
+  if (narrowed) {
+    // Only the server knows whether more match: the last page loaded said.
+    if (moreRow && pageMore !== null) moreRow.hidden = !pageMore;
+  } else if (moreRow && count !== null) {
+    // More tasks are open than the page shows waiting: they come after its last card.
+    moreRow.hidden = count <= waiting() + fetching.size;
+  }
+  renderRows();
+}
+
+// --- the list of rows and the selected card ---------------------------------------------------
+
+function dueState(card) {
+  const due = Date.parse(card.dataset.dueAt || "");
+  if (Number.isNaN(due) || card.dataset.status !== "open") return "";
+  const left = due - Date.now();
+  if (left <= 0) return "overdue";
+  return left <= dueSoonMs ? "soon" : "";
+}
+
+function badge(state) {
+  const span = document.createElement("span");
+  span.className = `badge due-${state}`;
+  span.textContent = state === "overdue" ? "Overdue" : "Due soon";
+  return span;
+}
+
+function span(className, text) {
+  const el = document.createElement("span");
+  el.className = className;
+  el.textContent = text;
+  return el;
+}
+
+function claimOf(card) {
+  const form = card.querySelector("form.claim");
+  const who = form ? form.dataset.claimedBy : card.dataset.claimedBy;
+  if (!who) return "";
+  return form && form.dataset.mine === "true" ? "You are on it" : `${who} is on it`;
+}
+
+function rowFor(card) {
+  const id = card.dataset.taskId;
+  const li = document.createElement("li");
+  li.className = "task-row";
+  li.dataset.taskId = id;
+  const link = document.createElement("a");
+  link.href = `#task-${id}`;
+  link.id = `row-${id}`;
+  link.append(span("row-title", card.dataset.title || `Task ${id}`));
+  link.append(span("row-meta", `${card.dataset.group || ""} · asked ${card.dataset.asked || ""}`));
+  const flags = span("row-flags", "");
+  const state = dueState(card);
+  if (state) flags.append(badge(state));
+  if (card.dataset.revised === "true") flags.append(span("badge revised", "Revised"));
+  const claim = claimOf(card);
+  if (claim) flags.append(span("row-claim", claim));
+  if (card.dataset.status !== "open") flags.append(span("badge", "Closed"));
+  if (flags.childNodes.length) link.append(flags);
+  li.append(link);
+  return li;
+}
+
+function renderRows() {
+  if (!rows) return;
+  const active = document.activeElement || document.body;
+  const focused = active.closest(".task-row");
+  const focusedId = focused ? focused.dataset.taskId : null;
+  rows.replaceChildren(...cards().map(rowFor));
+  cards().forEach((card) => {
+    const holder = card.querySelector("[data-due-badge]");
+    const state = dueState(card);
+    if (holder && holder.dataset.state !== state) {
+      holder.dataset.state = state;
+      holder.replaceChildren(...(state ? [badge(state)] : []));
+    }
+  });
+  if (selectedId === null || !cardOf(selectedId)) selectedId = cards().length ? cards()[0].dataset.taskId : null;
+  markSelected();
+  if (focusedId && !(document.activeElement || document.body).closest(".task-row")) focusRow();
+}
+
+function markSelected() {
+  cards().forEach((card) => card.classList.toggle("selected", card.dataset.taskId === selectedId));
+  if (!rows) return;
+  rows.querySelectorAll(".task-row a").forEach((link) => {
+    if (link.closest(".task-row").dataset.taskId === selectedId) link.setAttribute("aria-current", "true");
+    else link.removeAttribute("aria-current");
+  });
+}
+
+function focusRow() {
+  const row = rows && selectedId !== null ? document.getElementById(`row-${selectedId}`) : null;
+  if (!row) return;
+  row.focus({ preventScroll: true });
+  row.scrollIntoView({ block: "nearest" });
+}
+
+function select(id, { focus = false } = {}) {
+  if (id === null || id === undefined || !cardOf(id)) return;
+  selectedId = String(id);
+  markSelected();
+  if (focus) focusRow();
+  // On a phone the card is below the list: bring it into view when chosen from the list.
+  if (window.matchMedia("(max-width: 760px)").matches && focus === "card") {
+    cardOf(selectedId).scrollIntoView({ block: "start" });
+  }
+}
+
+function move(step) {
+  const all = cards();
+  if (!all.length) return;
+  const at = all.findIndex((card) => card.dataset.taskId === selectedId);
+  const next = all[Math.min(all.length - 1, Math.max(0, at + step))];
+  select(next.dataset.taskId, { focus: true });
+}
+
+// Take a card off the page; if it was the selected one, select its neighbour (the next one).
+function dropCard(card) {
+  const all = cards();
+  const at = all.indexOf(card);
+  const hadFocus = card.contains(document.activeElement) || document.activeElement === document.body;
+  const wasSelected = card.dataset.taskId === selectedId;
+  card.remove();
+  if (wasSelected) {
+    const rest = cards();
+    const neighbour = rest[Math.min(at, rest.length - 1)];
+    selectedId = neighbour ? neighbour.dataset.taskId : null;
+  }
+  refresh();
+  if (wasSelected && hadFocus) focusRow();
 }
 
 function removeClosed(card) {
   const id = Number(card.dataset.taskId);
-  card.remove();
+  dropCard(card);
   notice(closedText(id, closedPayloads.get(id)));
+}
+
+// A card a decision made here swapped in, closed: the task leaves the queue, and the notice
+// says what was recorded (or, when it had closed meanwhile, why nothing was).
+function removeAnswered(card) {
+  const title = card.dataset.title ? ` (${card.dataset.title})` : "";
+  const id = card.dataset.taskId;
+  const error = card.querySelector(".error");
+  dropCard(card);
+  if (card.dataset.status === "decided" && card.dataset.decidedHere === "true") {
+    notice(`You chose ${card.dataset.decision} on task ${id}${title}.`);
+  } else {
+    notice(error ? `Task ${id}${title}: ${error.textContent}` : closedText(Number(id), null));
+  }
 }
 
 // Put a card the server rendered where the inbox's order puts it, unless the page has it.
@@ -111,6 +292,8 @@ async function loadCards(url) {
   try {
     if (await loadPartial(url, holder, "innerHTML")) {
       holder.querySelectorAll(".task-card").forEach(place);
+      const more = holder.querySelector("[data-page-more]");
+      if (more) pageMore = more.dataset.pageMore === "true";
     }
   } finally {
     holder.remove();
@@ -153,12 +336,95 @@ function applyChange(kind, task) {
     // A card this user is deciding on shows the outcome soon (data-status="deciding"): it stays.
     const card = cardOf(task.id);
     if (card && card.dataset.status === "open") removeClosed(card);
+  } else if (kind === "claimed") {
+    refreshClaim(task);
   } else if (kind === "created" && task.status === "open") {
     closedPayloads.delete(task.id);
     // Shown only if the page shows every other open task (no gap before it) and is not long.
     const shown = waiting();
     if (fromOldest && shown >= count - 1 && shown < pageSize) addCard(task.id);
   }
+}
+
+// --- keyboard triage ------------------------------------------------------------------------
+
+const selectedCard = () => (selectedId === null ? null : cardOf(selectedId));
+
+function focusComment() {
+  const card = selectedCard();
+  const comment = card && card.querySelector("form.decide textarea");
+  if (comment) comment.focus();
+}
+
+function decide(option) {
+  const card = selectedCard();
+  const form = card && card.dataset.status === "open" ? card.querySelector("form.decide") : null;
+  if (!form) return;
+  const button = form.querySelector(`button[name="decision"][value="${option}"]`);
+  if (!button) {
+    notice(`Task ${card.dataset.taskId} cannot be answered with ${option}.`);
+    return;
+  }
+  const comment = form.querySelector("textarea");
+  if (option === "revise" && comment && !comment.value.trim()) {
+    notice("Say what to revise in the comment (c), then press Esc and v.");
+    comment.focus();
+    return;
+  }
+  button.click();
+}
+
+function toggleClaim() {
+  const card = selectedCard();
+  const button = card && card.querySelector("form.claim button[name=action]");
+  if (button) button.click();
+}
+
+const KEYS = {
+  j: () => move(1),
+  k: () => move(-1),
+  a: () => decide("approve"),
+  r: () => decide("reject"),
+  v: () => decide("revise"),
+  c: focusComment,
+  "/": focusComment,
+  m: toggleClaim,
+};
+
+if (list && layout) {
+  layout.classList.add("split");
+  const wanted = window.location.hash.match(/^#task-(\d+)$/);
+  refresh();
+  if (wanted) select(wanted[1]);
+
+  rows.addEventListener("click", (event) => {
+    const row = event.target.closest(".task-row");
+    if (!row) return;
+    event.preventDefault();
+    select(row.dataset.taskId, { focus: "card" });
+    history.replaceState(null, "", `#task-${row.dataset.taskId}`);
+  });
+
+  document.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey || event.isComposing) return;
+    const target = event.target;
+    if (target.closest && target.closest("input, textarea, select, [contenteditable]")) {
+      // Esc leaves the comment, for the keys to work again.
+      if (event.key === "Escape" && target.matches("textarea")) {
+        event.preventDefault();
+        target.blur();
+        focusRow();
+      }
+      return;
+    }
+    const action = KEYS[event.key];
+    if (!action) return;
+    event.preventDefault();
+    action();
+  });
+
+  // The badges follow the clock: a task becomes due soon, then overdue, while the page is open.
+  setInterval(refresh, 30000);
 }
 
 const socket = new LiveSocket("/ws/reviews/", {
@@ -193,14 +459,21 @@ if (list) {
 // missing comment (400) answers with the card saying why: show it rather than drop it.
 document.body.addEventListener("htmx:beforeSwap", (event) => {
   const target = event.detail.target;
-  if (target && target.classList && target.classList.contains("task-card")) {
+  if (target && target.matches && target.matches(".task-card, form.claim")) {
     if ([400, 403, 409].includes(event.detail.xhr.status)) {
       event.detail.shouldSwap = true;
       event.detail.isError = false;
     }
   }
 });
-document.body.addEventListener("htmx:afterSwap", refresh);
+// A decision recorded here swaps in the card of the decided task: it leaves the queue.
+document.body.addEventListener("htmx:afterSwap", () => {
+  if (!list) return;
+  list
+    .querySelectorAll('.task-card:not([data-status="open"], [data-status="deciding"])')
+    .forEach(removeAnswered);
+  refresh();
+});
 
 // While this user's decision is on its way, the task's "closed" push may arrive first: keep the
 // card (it is about to show the outcome) instead of removing it as decided by someone else.

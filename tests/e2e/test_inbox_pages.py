@@ -96,10 +96,14 @@ def test_an_inbox_of_many_tasks_pages_and_keeps_its_count(
     expect(more).to_be_hidden()
     assert cards.last.get_attribute("id") == f"task-{opened}"
 
-    # Deciding one here keeps its card, with the outcome; the count follows.
+    # Deciding one here takes its card off the queue, saying what was recorded; the count
+    # follows, and the next task is selected.
     first = cards.first
+    first_id = first.get_attribute("data-task-id")
     first.get_by_role("button", name="Approve").click()
-    expect(first).to_contain_text("You chose approve")
+    expect(inbox.locator(f"#task-{first_id}")).to_have_count(0)
+    expect(inbox.locator("#inbox-notices")).to_contain_text(f"You chose approve on task {first_id}")
+    expect(inbox.locator(".task-card.selected")).to_have_count(1)
     expect(inbox.locator("[data-inbox-total]")).to_have_text(str(PARKED - 1))
     expect(inbox).to_have_title(re.compile(rf"^\({PARKED - 1}\) Inbox"))
     assert inbox.evaluate("window.__sameDocument === true")

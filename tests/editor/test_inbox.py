@@ -210,7 +210,10 @@ def test_the_inbox_shows_the_open_count_and_the_oldest_page(
     html = rita.get("/inbox/").content.decode()
 
     assert card_ids(html) == [task.pk for task in parked[:PAGE_SIZE]]
-    assert f"<strong data-inbox-total>{MORE_THAN_A_PAGE}</strong> open tasks" in html
+    assert (
+        f"<strong data-inbox-total>{MORE_THAN_A_PAGE}</strong> open task<span data-inbox-plural>s</span>"
+        in html
+    )
     assert f"<title>({MORE_THAN_A_PAGE}) Inbox · Branchline</title>" in html
     assert f'<span class="badge count" data-inbox-count>{MORE_THAN_A_PAGE}</span>' in html
     assert more_link(html).startswith("cursor=")

@@ -25,7 +25,7 @@ from workflows.services import recipe_import, recipe_publish
 pytestmark = pytest.mark.django_db
 
 RUN_ROW = re.compile(r'data-run-status="(\d+)"')
-RECIPE_ROW = re.compile(r"<td><code>([^<]+)</code></td>")
+RECIPE_ROW = re.compile(r"<td[^>]*><code>([^<]+)</code></td>")
 
 
 def link(page: str, label: str) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -12,10 +13,10 @@ from runner.advance import advance
 from runner.models import HumanTask, Run
 from runner.services import run_start
 from runner.status import RunStatus, TaskStatus
-from tests.editor.conftest import STORY
+from tests.editor.conftest import STORY, story_document
 from tests.factories import UserFactory
 from workflows.models import Recipe
-from workflows.services import recipe_publish
+from workflows.services import recipe_import, recipe_publish
 
 
 @pytest.fixture
@@ -74,6 +75,26 @@ def test_the_run_form_asks_for_each_input_and_offers_scripted_answers_per_actor(
     assert 'name="input_topic"' in html
     for alias in ("writer", "judge", "editors"):
         assert f'name="script_{alias}"' in html
+
+
+def test_the_run_form_shows_each_input_default_filled_in(author: Any, story_actors: None) -> None:
+    inputs = {
+        "topic": {"type": "string", "default": "owls at dusk"},
+        "words": {"type": "integer", "default": 300},
+        "tags": {"type": "array", "default": ["night", "birds"]},
+        "draft": {"type": "boolean", "default": True},
+        "tone": {"type": "string"},
+    }
+    recipe = recipe_import(user=author, data=story_document(inputs=inputs)).recipe
+    recipe_publish(recipe=recipe, user=author)
+
+    html = client_for(author).get("/recipes/story/run/").content.decode()
+
+    assert re.search(r'<textarea name="input_topic"[^>]*>\s*owls at dusk</textarea>', html)
+    assert re.search(r'<input type="number" name="input_words" value="300"', html)
+    assert re.search(r'name="input_tags"[^>]*>\s*\[&quot;night&quot;, &quot;birds&quot;\]<', html)
+    assert re.search(r'<input type="checkbox" name="input_draft"[^>]*checked', html)
+    assert re.search(r'<textarea name="input_tone"[^>]*>\s*</textarea>', html)
 
 
 def test_it_starts_a_dry_run_and_opens_its_monitor(web: Client, published: Recipe) -> None:

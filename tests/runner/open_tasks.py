@@ -11,7 +11,7 @@ from typing import Any
 from django.contrib.auth.models import Group
 
 from runner.models import HumanTask, Run, StepRun
-from runner.status import RunStatus, StepStatus
+from runner.status import RunStatus, StepStatus, TaskStatus
 from workflows.models import Recipe
 
 QUESTION = "Is this story good enough to publish?"
@@ -77,4 +77,30 @@ def park_runs(
             for step in steps
         ],
         batch_size=batch_size,
+    )
+
+
+def review_again(task: HumanTask, material: str, *, comment: str = "Name the storm.") -> HumanTask:
+    """Decide `task` with revise, and open its step's review again in the same run, with the
+    revised `material` (what the runner leaves after a revision comes back)."""
+    HumanTask.objects.filter(pk=task.pk).update(
+        status=TaskStatus.DECIDED, decision="revise", comment=comment
+    )
+    step = StepRun.objects.create(
+        run=task.run,
+        seq=task.run.steps.count() + 1,
+        step_key=task.step_key,
+        step_name="Review",
+        kind="human",
+        status=StepStatus.WAITING_HUMAN,
+        prompt=QUESTION,
+    )
+    return HumanTask.objects.create(
+        run=task.run,
+        step_run=step,
+        step_key=task.step_key,
+        group=task.group,
+        question=QUESTION,
+        material=material,
+        options=OPTIONS,
     )

@@ -459,10 +459,43 @@ def test_the_tasks_api_and_the_inbox_read_open_tasks_by_index(scale: Scale, revi
     _assert_list_reads_by_index(f"GET /inbox/ {reviewer}", client, reverse("inbox"), cursor)
 
 
-def _assert_list_reads_by_index(name: str, session: Client, url: str, cursor: str) -> None:
+def _assert_list_reads_by_index(
+    name: str, session: Client, url: str, cursor: str, **params: str
+) -> None:
     """Check a list's first page and the page after `cursor`."""
-    assert_reads_by_index(name, lambda: _get(session, url))
-    assert_reads_by_index(f"{name}, later", lambda: _get(session, url, cursor=cursor))
+    assert_reads_by_index(name, lambda: _get(session, url, **params))
+    assert_reads_by_index(f"{name}, later", lambda: _get(session, url, **params, cursor=cursor))
+
+
+# The review queue's views (runner/review_queue.py), as the busy reviewer of two groups sees them.
+TASK_VIEWS = {
+    "group": {"group": "scale-legal"},
+    "recipe": {"recipe": "theirs"},
+    "rare-recipe": {"recipe": "rare"},
+    "due-soon": {"due": "soon"},
+    "newest": {"sort": "newest"},
+    "soonest-due": {"sort": "due"},
+    "search": {"q": "map"},
+}
+
+
+@pytest.mark.parametrize("view", list(TASK_VIEWS))
+def test_the_review_queues_views_read_open_tasks_by_index(scale: Scale, view: str) -> None:
+    reviewer = scale.users["busy_reviewer"]
+    api = APIClient()
+    api.force_authenticate(reviewer)
+    client = Client()
+    client.force_login(reviewer)
+    params = dict(TASK_VIEWS[view])
+    if "recipe" in params:
+        params["recipe"] = scale.recipes["rare" if params["recipe"] == "rare" else "owner"]
+    cursor = _task_cursor(scale)
+
+    name = f"{view} busy_reviewer"
+    _assert_list_reads_by_index(
+        f"GET /api/tasks/ {name}", api, reverse("task-list"), cursor, **params
+    )
+    _assert_list_reads_by_index(f"GET /inbox/ {name}", client, reverse("inbox"), cursor, **params)
 
 
 @pytest.mark.parametrize("reviewer", REVIEWERS)

@@ -14,7 +14,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Group
 from django.db import transaction
 
-from runner import consumers, events
+from runner import consumers, event_schema, events, human
 from runner.consumers import REVIEWS_FIRST_PAGE
 from runner.models import HumanTask
 from runner.status import TaskStatus
@@ -241,4 +241,68 @@ async def test_a_lost_change_is_caught_up_though_later_changes_are_heard(
     assert (again["type"], again["count"]) == ("tasks", MORE_THAN_A_PAGE)
     assert parked[0].pk not in {task["id"] for task in again["tasks"]}
     assert await communicator.receive_nothing(timeout=0.5)
+    await communicator.disconnect()
+
+
+# --- the review queue: claims and decisions seen live by the group's other reviewers -----------
+
+
+@pytest.fixture
+def colleague(editors: Group) -> Any:
+    user = UserFactory(username="carl")
+    user.groups.add(editors)
+    return user
+
+
+async def test_a_claim_is_seen_live_by_another_reviewer_and_so_is_letting_go(
+    parked: list[HumanTask], reviewer: Any, colleague: Any
+) -> None:
+    communicator, _ = await open_inbox(colleague)
+    task = parked[1]
+
+    await sync_to_async(human.task_claim)(task_id=task.pk, user=reviewer)
+    claimed = await communicator.receive_json_from(timeout=5)
+    await sync_to_async(human.task_unclaim)(task_id=task.pk, user=reviewer)
+    let_go = await communicator.receive_json_from(timeout=5)
+
+    assert (claimed["type"], claimed["kind"], claimed["task"]["id"]) == ("task", "claimed", task.pk)
+    assert claimed["task"]["claimed_by"] == "rita" and claimed["task"]["claimed_at"]
+    assert claimed["count"] == MORE_THAN_A_PAGE  # a claim opens or closes nothing
+    assert (let_go["kind"], let_go["task"]["claimed_by"], let_go["task"]["claimed_at"]) == (
+        "claimed",
+        None,
+        None,
+    )
+    for message in (claimed, let_go):
+        assert set(message["task"]) == set(event_schema.TASK)
+    await communicator.disconnect()
+
+
+async def test_a_claim_reaches_the_snapshot_of_an_inbox_opened_later(
+    parked: list[HumanTask], reviewer: Any, colleague: Any
+) -> None:
+    await sync_to_async(human.task_claim)(task_id=parked[0].pk, user=reviewer)
+
+    communicator, snapshot = await open_inbox(colleague)
+
+    assert snapshot["tasks"][0]["claimed_by"] == "rita"
+    assert snapshot["tasks"][1]["claimed_by"] is None
+    await communicator.disconnect()
+
+
+async def test_a_task_decided_by_one_reviewer_leaves_another_reviewers_list(
+    parked: list[HumanTask], reviewer: Any, colleague: Any
+) -> None:
+    communicator, _ = await open_inbox(colleague)
+    task = parked[2]
+
+    await sync_to_async(human.task_decide)(task_id=task.pk, user=reviewer, decision="approve")
+    message = await communicator.receive_json_from(timeout=5)
+
+    assert (message["kind"], message["task"]["id"], message["count"]) == (
+        "closed",
+        task.pk,
+        MORE_THAN_A_PAGE - 1,
+    )
+    assert (message["task"]["status"], message["task"]["decided_by"]) == ("decided", "rita")
     await communicator.disconnect()
