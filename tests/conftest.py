@@ -15,6 +15,7 @@ from django.db import connection
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 from django.test import Client
+from kombu.asynchronous import set_event_loop
 from rest_framework.test import APIClient
 
 from config.celery import app as celery_app
@@ -170,6 +171,10 @@ def celery_worker(django_db_setup: None, django_db_blocker: Any) -> Iterator[Any
     on while their database is flushed.
     """
     celery_app.conf.task_always_eager = False
+    # The event loop (kombu's hub) is a process global that the last module's worker closed
+    # when it stopped: a new worker would reuse it, and its timers (a countdown's message)
+    # would never fire. Each worker gets a new one.
+    set_event_loop(None)
     with django_db_blocker.unblock():
         celery_app.control.purge()
         root_level = logging.getLogger().level
