@@ -9,6 +9,7 @@ rules about one condition type are the type's own (`ConditionType.lint`, in its 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 
 from workflows.engine.conditions import error_severity
 from workflows.engine.conditions.base import ConditionUse
@@ -17,6 +18,7 @@ from workflows.engine.conditions.values import as_number, format_number
 from workflows.engine.decision_tree import leaves
 from workflows.engine.errors import TemplateError
 from workflows.engine.graph import BranchSpec, Condition, RecipeGraph, StepSpec
+from workflows.engine.shadowing import shadowed_branches
 from workflows.engine.templating import SOURCES_NAME, step_sources_reference, template_names
 from workflows.engine.vocabulary import COMPLETE, DEFAULT_MAX_RETRIES, END, REPEAT
 
@@ -55,6 +57,7 @@ def lint_recipe(graph: RecipeGraph) -> list[str]:
         path = f"steps[{i}]"
         warnings += _stuck(step, path)
         warnings += _shadowed_by_default(step, path)
+        warnings += shadowed_branches(step, partial(_branch_path, path, step))
         warnings += _branch_warnings(graph, step, path)
         warnings += _condition_warnings(step, path)
         warnings += _unmapped_leaves(graph, step, path)
