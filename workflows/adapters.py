@@ -34,7 +34,12 @@ STEP_CONFIG_FIELDS = (
 
 
 def document_from_recipe(recipe: Recipe) -> dict[str, Any]:
-    """Return the recipe draft as a format-v1 document (no secrets: keys stay in env vars)."""
+    """Return the recipe draft as a format-v1 document (no secrets: keys stay in env vars).
+
+    A draft saved with errors is returned as it was written (it may not be a valid recipe).
+    """
+    if recipe.draft_document is not None:
+        return {**recipe.draft_document, "slug": recipe.slug}
     steps = recipe.steps.prefetch_related("branches").order_by("order")
     aliases = recipe.actor_aliases.select_related("actor", "group")
     doc: dict[str, Any] = {
@@ -100,6 +105,7 @@ def write_recipe_rows(
     recipe.inputs = doc.get("inputs", {})
     recipe.budget = doc.get("budget") or None
     recipe.learning = doc.get("learning") or None
+    recipe.draft_document = None  # the rows are the draft again
     recipe.save()
     recipe.actor_aliases.all().delete()
     recipe.steps.all().delete()

@@ -176,6 +176,10 @@ class Recipe(models.Model):
     shared_with_groups = models.ManyToManyField(Group, blank=True, related_name="shared_recipes")
     # Bumped on every saved edit of the draft, so two editors cannot silently overwrite each other.
     revision = models.PositiveIntegerField(default=1)
+    # The draft as its author wrote it while it has errors: kept as is, so unfinished work is
+    # saved, and the rows (which hold only valid recipes) keep the last draft that passed.
+    # None when the rows are the draft. Publishing and test runs refuse it with its errors.
+    draft_document = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -15,7 +15,7 @@ from . import engine, selectors
 from .adapters import document_from_recipe, write_recipe_rows
 from .models import SNAPSHOT_NUMBER, Actor, Recipe, RecipeActor, RecipeVersion
 from .recipe_format import DocumentError, document_size_errors, load_document
-from .validators import CheckedDocument, RecipeRejected, check_document
+from .validators import CheckedDocument, RecipeRejected, check_document, json_value_errors
 
 
 class RecipeConflict(Exception):
@@ -93,6 +93,68 @@ def recipe_update(
         write_recipe_rows(current, checked.document, checked.actors)
     recipe.refresh_from_db()
     return engine.lint_recipe(checked.graph)
+
+
+@dataclass
+class DraftSaved:
+    """What saving a draft found: its errors (kept as written until fixed) and lint warnings."""
+
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def recipe_draft_save(
+    *, recipe: Recipe, document: dict[str, Any], expected_revision: int | None = None
+) -> DraftSaved:
+    """Save the draft as its author holds it; refuse if someone saved since `expected_revision`.
+
+    A valid draft replaces the rows, as recipe_update does. A draft with errors is saved as
+    written (Recipe.draft_document) and its errors returned: unfinished work is never lost, and
+    only publishing (or a test run) needs it clean. Refused (RecipeRejected) is only what cannot
+    be stored or drawn: a new slug, a document over the size limit, values no database column
+    holds, steps or branches that are not lists of objects.
+    """
+    if refusals := _unsaveable(recipe, document):
+        raise RecipeRejected(refusals)
+    try:
+        checked = _check_draft(recipe, document)
+    except RecipeRejected as exc:
+        with transaction.atomic():
+            current = Recipe.objects.select_for_update().get(pk=recipe.pk)
+            _check_revision(current, expected_revision, doing="saving")
+            current.revision += 1
+            current.draft_document = {**document, "slug": recipe.slug}
+            current.save(update_fields=["revision", "draft_document", "updated_at"])
+        recipe.refresh_from_db()
+        return DraftSaved(errors=exc.errors)
+    with transaction.atomic():
+        current = Recipe.objects.select_for_update().get(pk=recipe.pk)
+        _check_revision(current, expected_revision, doing="saving")
+        current.revision += 1
+        write_recipe_rows(current, checked.document, checked.actors)
+    recipe.refresh_from_db()
+    return DraftSaved(warnings=engine.lint_recipe(checked.graph))
+
+
+def _unsaveable(recipe: Recipe, document: dict[str, Any]) -> list[str]:
+    """Return why `document` cannot be kept even as an unfinished draft (empty: it can)."""
+    if document.get("slug", recipe.slug) != recipe.slug:
+        return ["slug: the slug of a recipe cannot change"]
+    if errors := document_size_errors(document, max_bytes=settings.RECIPE_MAX_BYTES):
+        return errors
+    if errors := json_value_errors(document):
+        return errors
+    # The editor draws steps and their branches from these lists: anything else cannot be shown.
+    steps = document.get("steps", [])
+    if not isinstance(steps, list):
+        return ["steps: a list of step objects"]
+    for i, step in enumerate(steps):
+        if not isinstance(step, dict):
+            return [f"steps[{i}]: a step object"]
+        branches = step.get("branches", [])
+        if not isinstance(branches, list) or not all(isinstance(b, dict) for b in branches):
+            return [f"steps[{i}].branches: a list of branch objects"]
+    return []
 
 
 def _check_draft(recipe: Recipe, document: dict[str, Any]) -> CheckedDocument:

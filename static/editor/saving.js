@@ -1,17 +1,26 @@
 /*
  * saving.js: saving the draft (PUT, with the revision it was based on, so a save made elsewhere
- * since is a conflict the author resolves, never a lost edit), the save state shown, publishing
- * only what was saved, and the warning before leaving with unsaved changes.
+ * since is a conflict the author resolves, never a lost edit), autosave a moment after the last
+ * edit, the save state shown, publishing only what was saved, and the warning before leaving
+ * with unsaved changes. A draft with errors saves as written (the problems panel lists them);
+ * only publishing needs it clean.
  */
 import * as store from "./store.js";
 
 const saveState = document.getElementById("save-state");
 const conflict = document.getElementById("conflict");
 const saveErrors = document.getElementById("save-errors");
+const autosave = document.getElementById("autosave");
 const csrfToken = JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"];
 let saveUrl = "";
 let saving = null; // the last save asked for, until it has answered
 let allowUnload = false;
+let autosaveTimer = null;
+
+// Autosave waits this long after the last edit, so a burst of edits is one save.
+const AUTOSAVE_MS = 2000;
+// The author's choice, kept for this browser (on unless turned off).
+const AUTOSAVE_KEY = "branchline.autosave";
 
 /** Tell whether a save is in flight. */
 export function inFlight() {
@@ -27,7 +36,7 @@ function showDirty(dirty) {
 function showSaveErrors(errors) {
   saveErrors.innerHTML = "";
   const p = document.createElement("p");
-  p.textContent = "The draft was not saved: fix these first.";
+  p.textContent = "The draft was not saved:";
   saveErrors.appendChild(p);
   const ul = document.createElement("ul");
   errors.forEach((error) => {
@@ -42,6 +51,38 @@ function showSaveErrors(errors) {
   });
   saveErrors.appendChild(ul);
   saveErrors.hidden = false;
+}
+
+// A draft saved with errors is saved: say so, and that publishing waits for them.
+function showSavedErrors(count) {
+  if (!count) return;
+  saveState.textContent = "Saved with " + count + (count === 1 ? " error" : " errors") + " (fix to publish)";
+}
+
+/** Save a moment after the last edit, unless a conflict waits for the author's choice. */
+function scheduleAutosave() {
+  clearTimeout(autosaveTimer);
+  if (!autosave.checked) return;
+  autosaveTimer = setTimeout(() => {
+    autosaveTimer = null;
+    if (autosave.checked && conflict.hidden && store.checkDirty()) save(false);
+  }, AUTOSAVE_MS);
+}
+
+function initAutosave() {
+  try {
+    autosave.checked = window.localStorage.getItem(AUTOSAVE_KEY) !== "off";
+  } catch (e) {
+    autosave.checked = true; // storage refused (private mode): autosave as by default
+  }
+  autosave.addEventListener("change", () => {
+    try {
+      window.localStorage.setItem(AUTOSAVE_KEY, autosave.checked ? "on" : "off");
+    } catch (e) {
+      // not remembered; the choice holds for this page
+    }
+    scheduleAutosave();
+  });
 }
 
 function saveNow(force) {
@@ -59,7 +100,7 @@ function saveNow(force) {
       store.markSaved(current.document, data.revision);
       conflict.hidden = true;
       saveErrors.hidden = true;
-      store.checkDirty();
+      if (!store.checkDirty()) showSavedErrors((data.errors || []).length);
       return true;
     }
     store.checkDirty();
@@ -117,8 +158,10 @@ function closest(evt, selector) {
 
 export function initSaving(config) {
   saveUrl = config.urls.save;
+  initAutosave();
   store.subscribe((event, detail) => {
     if (event === "dirty") showDirty(detail.dirty);
+    if (event === "edited") scheduleAutosave();
   });
 
   // The server refuses these if the draft was saved elsewhere since this revision (409).

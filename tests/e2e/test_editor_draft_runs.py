@@ -91,6 +91,8 @@ def test_the_test_panel_runs_an_unsaved_change_and_its_result_arrives_over_the_w
     author = login("demo")
     page = author.new_page()
     page.add_init_script(RECORD_SOCKETS)
+    # The edit below must stay unsaved while the test run goes: no autosave.
+    page.add_init_script("localStorage.setItem('branchline.autosave', 'off')")
     requested: list[str] = []
     page.on("request", lambda request: requested.append(request.url))
     page.goto(f"/recipes/{SLUG}/")

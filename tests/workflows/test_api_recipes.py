@@ -268,19 +268,21 @@ class TestUpdate:
         assert response.status_code == 400
         assert response.json() == {"errors": ["slug: the slug of a recipe cannot change"]}
 
-    def test_it_refuses_an_invalid_document_and_keeps_the_draft(
+    def test_it_saves_an_invalid_document_as_written_and_lists_its_errors(
         self, api: Any, recipe: Recipe, doc: dict[str, Any]
     ) -> None:
+        # Unfinished work is saved; the rows keep the last draft that was valid.
         doc["steps"][0]["prompt"] = "Write about {nope}"
 
         response = api.put(
             "/api/recipes/short-story", {"document": doc, "revision": 1}, format="json"
         )
 
-        assert response.status_code == 400
+        assert response.status_code == 200, response.content
         assert any(e.startswith("steps[0].prompt: ") for e in response.json()["errors"])
+        assert response.json()["document"] == doc
         recipe.refresh_from_db()
-        assert recipe.revision == 1
+        assert recipe.revision == 2
         assert recipe.steps.get().prompt == "Write a short story about {topic}"
 
     def test_it_adds_the_slug_when_the_document_has_none(

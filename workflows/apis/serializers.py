@@ -120,6 +120,11 @@ class RecipeDetailOutput(RecipeSummarySerializer):
     warnings = serializers.ListField(
         child=serializers.CharField(), required=False, help_text="lint warnings (after PUT)"
     )
+    errors = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="after PUT: the errors of a draft saved as written; publishing refuses them",
+    )
 
     class Meta(RecipeSummarySerializer.Meta):
         fields = [
@@ -129,6 +134,7 @@ class RecipeDetailOutput(RecipeSummarySerializer):
             "versions",
             "document",
             "warnings",
+            "errors",
         ]
 
 

@@ -141,16 +141,20 @@ class RecipeDetailApi(APIView):
 
     @extend_schema(request=RecipeUpdateInput, responses={200: RecipeDetailOutput, **errors(409)})
     def put(self, request: Request, slug: str) -> Response:
-        """Replace the draft; send the `revision` you edited to be told of a conflicting save."""
+        """Replace the draft (one with errors is kept as written); send the `revision` you edited
+        to be told of a conflicting save."""
         recipe = _recipe_for(request, slug)
         data = RecipeUpdateInput(data=request.data)
         data.is_valid(raise_exception=True)
-        warnings = services.recipe_update(
+        saved = services.recipe_draft_save(
             recipe=recipe,
             document=data.validated_data["document"],
             expected_revision=data.validated_data.get("revision"),
         )
-        return Response({**_recipe_detail(recipe), "warnings": warnings})
+        # A draft with errors is saved as written; `errors` lists what publishing will refuse.
+        return Response(
+            {**_recipe_detail(recipe), "warnings": saved.warnings, "errors": saved.errors}
+        )
 
     @extend_schema(request=RecipePatchInput, responses=RecipeDetailOutput)
     def patch(self, request: Request, slug: str) -> Response:
@@ -163,8 +167,11 @@ class RecipeDetailApi(APIView):
         if edits:
             # Name and description are part of the draft document: bump its revision, so a
             # PUT made from the previous revision is refused instead of undoing this edit.
+            held = {}
+            if recipe.draft_document is not None:  # a draft saved with errors holds them too
+                held = {"draft_document": {**recipe.draft_document, **edits}}
             Recipe.objects.filter(pk=recipe.pk).update(
-                **edits, revision=F("revision") + 1, updated_at=timezone.now()
+                **edits, **held, revision=F("revision") + 1, updated_at=timezone.now()
             )
             recipe.refresh_from_db()
         if "shared_with_users" in fields or "shared_with_groups" in fields:
