@@ -15,6 +15,7 @@ from workflows.validators import HUMAN_PREFIX
 
 from ..catalog import kinds_taking, step_kinds
 from ..selectors import actor_choices, document_errors, human_references
+from .builders import BUILDER, RoutesBuilder, TreeBuilder, read_routes, read_tree, route_targets
 from .document import DocumentContext, errors_under
 from .fields import PrettyJSONField, normalise_newlines
 from .sources import PREFIX as SOURCES_PREFIX
@@ -169,6 +170,22 @@ class StepForm(forms.Form):
         self.fields["escalate_to"].choices = context.alias_choices("— no escalation")
         self.result: dict[str, Any] | None = None
         self.actors_added: dict[str, str] = {}
+        # The tree and the routes are shown in visual builders; a post without a builder
+        # (`tree_mode`/`routes_mode` not "builder") holds their JSON text, as before.
+        targets = route_targets(self.original)
+        if self.is_bound:
+            self.tree_builder = TreeBuilder.from_post(self.data, context.step_keys)
+            self.routes_builder = RoutesBuilder.from_post(self.data, targets)
+        else:
+            self.tree_builder = TreeBuilder.from_value(
+                self.original.get("tree"),
+                self.original.get("leaf_targets"),
+                BUILDER,
+                context.step_keys,
+            )
+            self.routes_builder = RoutesBuilder.from_value(
+                self.original.get("routes"), BUILDER, targets
+            )
 
     @staticmethod
     def initial_from(step: dict[str, Any]) -> dict[str, Any]:
@@ -242,6 +259,12 @@ class StepForm(forms.Form):
             if self._takes("arguments", data["kind"]) and not self.tools.tool_valid():
                 self.add_error(None, "The tool or an argument is not right: see Tool call.")
                 return data
+        if self.data.get("tree_mode") == BUILDER and self._takes("tree", data["kind"]):
+            data["tree"], data["leaf_targets"] = read_tree(
+                self.data, data.get("tree"), data.get("leaf_targets")
+            )
+        if self.data.get("routes_mode") == BUILDER and self._takes("routes", data["kind"]):
+            data["routes"] = read_routes(self.data, data.get("routes"))
         for name, wanted, label in (
             ("tree", dict, "an object"),
             ("leaf_targets", dict, "an object of leaf name: step key"),

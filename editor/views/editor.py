@@ -26,6 +26,7 @@ from workflows.validators import RecipeRejected, json_value_errors, whole_number
 
 from ..catalog import catalog
 from ..forms.branch import BranchPanel
+from ..forms.builders import ROUTES, TREE, RoutesBuilder, TreeBuilder, route_targets
 from ..forms.document import DocumentContext
 from ..forms.recipe import ImportForm, RecipeSettings
 from ..forms.step import StepForm
@@ -167,6 +168,17 @@ def step_panel(request: HttpRequest, slug: str) -> HttpResponse:
     except BadDocument as exc:
         return bad_request(exc)
     context = DocumentContext(document)
+    op = request.POST.get("_op", "")
+    if op.startswith(f"{TREE}-") or op.startswith(f"{ROUTES}-"):
+        # A builder button or view switch: re-render that builder only, from what was typed.
+        if op.startswith(TREE):
+            builder: Any = TreeBuilder.from_post(request.POST, context.step_keys, op)
+            partial = "tree-builder"
+        else:
+            targets = route_targets(document["steps"][index])
+            builder = RoutesBuilder.from_post(request.POST, targets, op)
+            partial = "routes-builder"
+        return render(request, f"{PANELS}#{partial}", {"builder": builder})
     applying = request.POST.get("apply") == "1"
     form = StepForm(
         request.POST if applying else None, context=context, index=index, user=request.user

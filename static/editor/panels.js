@@ -137,6 +137,13 @@ function refreshBranchForm(form, op) {
   htmx.ajax("POST", urls.branchPanel, { source: form, target: "#panel", swap: "innerHTML", values: { _op: op } });
 }
 
+// The step form's builders (decision tree, routes) re-render alone, from what was typed, when a
+// builder button is pressed or a node's kind or a condition's type changes.
+function refreshBuilder(form, op) {
+  const target = op.indexOf("rt-") === 0 ? "#routes-builder" : "#tree-builder";
+  htmx.ajax("POST", urls.stepPanel, { source: form, target: target, swap: "innerHTML", values: { _op: op } });
+}
+
 function insertName(chip) {
   const textarea = panel.querySelector('[name="prompt"]');
   const insert = "{" + chip.getAttribute("data-insert") + "}";
@@ -203,13 +210,22 @@ export function initPanels(config) {
   });
 
   panel.addEventListener("change", (evt) => {
+    const refresh = evt.target.getAttribute("data-refresh");
+    if (!refresh) return;
+    const stepForm = evt.target.closest('[data-editor-form="step"]');
+    if (stepForm) {
+      refreshBuilder(stepForm, refresh);
+      return;
+    }
     const form = evt.target.closest('[data-editor-form="branch"]');
-    if (form && evt.target.getAttribute("data-refresh")) refreshBranchForm(form, "refresh");
+    if (form) refreshBranchForm(form, "refresh");
   });
   panel.addEventListener("click", (evt) => {
     const opButton = evt.target.closest("[data-op]");
     if (opButton) {
-      refreshBranchForm(opButton.closest("form"), opButton.getAttribute("data-op"));
+      const stepForm = opButton.closest('[data-editor-form="step"]');
+      if (stepForm) refreshBuilder(stepForm, opButton.getAttribute("data-op"));
+      else refreshBranchForm(opButton.closest("form"), opButton.getAttribute("data-op"));
       return;
     }
     const chip = evt.target.closest("[data-insert]");
