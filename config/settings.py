@@ -211,8 +211,9 @@ STORAGES = {
 }
 
 # Uploaded recipe files and API bodies are capped so a huge payload gets a clear 400/413.
-DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2 * 1024 * 1024)
-RECIPE_MAX_BYTES = env.int("RECIPE_MAX_BYTES", default=1024 * 1024)
+# Sized for the format's 1,000 steps (MAX_STEPS) at a few kilobytes each, positions included.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=8 * 1024 * 1024)
+RECIPE_MAX_BYTES = env.int("RECIPE_MAX_BYTES", default=4 * 1024 * 1024)
 # A document uploaded to a knowledge base: a larger one is refused (413) before it is read.
 KNOWLEDGE_MAX_UPLOAD_BYTES = env.int("KNOWLEDGE_MAX_UPLOAD_BYTES", default=20 * 1024 * 1024)
 if KNOWLEDGE_MAX_UPLOAD_BYTES < 1:

@@ -1,10 +1,13 @@
 /*
  * canvas.js: the Cytoscape canvas: drawing the document on open (laid out when steps have no
  * saved position), dragging and laying out steps (undoably, through the store), finding and
- * showing elements, zooming, and the tooltip of a branch.
+ * showing elements (moving the view only for one off screen), zooming and a readable fit, branch
+ * labels that would pile up shown on hover, the navigator kept clear of the steps, and the
+ * tooltip of a branch.
  */
-import { LAYOUT, STYLE } from "./canvas-style.js";
+import { LAYOUT, MAX_FIT_ZOOM, MIN_FIT_ZOOM, STYLE } from "./canvas-style.js";
 import { summarize } from "./catalog.js";
+import { layOutOnOpen } from "./layout.js";
 import { branchEdges, COMPLETE_ID, END_ID, syncEdges } from "./recipe-graph.js";
 import * as store from "./store.js";
 
@@ -35,11 +38,55 @@ function zoomAround(cy, level) {
   cy.zoom({ level: level, renderedPosition: { x: container.clientWidth / 2, y: container.clientHeight / 2 } });
 }
 
+const FIT_PADDING = 30;
+// True while fitReadable moves the view, so that a move by anything else is known (initNavigator).
+let fitting = false;
+
+/**
+ * Fit the graph in the view at a zoom where its labels can be read: between MIN_FIT_ZOOM and
+ * MAX_FIT_ZOOM. A graph too big for that is shown from its start (left, and top when it is
+ * also too tall) rather than shrunk to unreadable text; the navigator shows the rest.
+ */
+export function fitReadable(cy) {
+  const eles = cy.elements();
+  const w = cy.width();
+  const h = cy.height();
+  if (eles.empty() || !w || !h) return;
+  const bb = eles.boundingBox();
+  const room = { w: w - 2 * FIT_PADDING, h: h - 2 * FIT_PADDING };
+  const zoom = Math.max(MIN_FIT_ZOOM, Math.min(MAX_FIT_ZOOM, room.w / bb.w, room.h / bb.h));
+  const place = (size, start, span) => (size * zoom <= span ? (span + 2 * FIT_PADDING - size * zoom) / 2 : FIT_PADDING) - start * zoom;
+  fitting = true;
+  try {
+    cy.viewport({ zoom: zoom, pan: { x: place(bb.w, bb.x1, room.w), y: place(bb.h, bb.y1, room.h) } });
+  } finally {
+    fitting = false;
+  }
+}
+
+/** Return whether `ele` is wholly inside the view. */
+function onScreen(cy, ele) {
+  const b = ele.renderedBoundingBox({ includeLabels: false, includeOverlays: false });
+  return b.x1 >= 0 && b.y1 >= 0 && b.x2 <= cy.width() && b.y2 <= cy.height();
+}
+
 function showHint(cy) {
   document.getElementById("canvas-hint").hidden = cy.nodes('[kind = "step"]').length > 0;
 }
 
-/** Draw `built` (from `toElements`) on the page's canvas, placed; return the Cytoscape instance. */
+// Settles once the graph drawn on open is placed (at once, unless it is being laid out).
+let placement = Promise.resolve("saved");
+
+/** Return a promise that settles once the graph drawn on open has its positions. */
+export function placed() {
+  return placement;
+}
+
+/**
+ * Draw `built` (from `toElements`) on the page's canvas and return the Cytoscape instance.
+ * Steps without any saved position are laid out off the main thread (or from the layout cache):
+ * the canvas stays hidden until `placed()` settles.
+ */
 export function createCanvas(built) {
   const big = built.elements.length > 300;
   const cy = cytoscape({
@@ -61,7 +108,15 @@ export function createCanvas(built) {
   });
   syncEdges(cy);
   if (built.needsLayout && built.positionedCount === 0) {
-    cy.layout(LAYOUT).run();
+    container.style.visibility = "hidden";
+    placement = layOutOnOpen(cy, STYLE, LAYOUT).then((source) => {
+      container.style.visibility = "";
+      fitReadable(cy);
+      performance.mark("editor-laid-out");
+      return source;
+    });
+    showHint(cy);
+    return cy;
   } else {
     if (built.needsLayout) {
       // Some steps have no position: put them in a column right of the others.
@@ -72,9 +127,9 @@ export function createCanvas(built) {
     }
     placeTerminals(cy);
     placeMissing(cy);
-    cy.fit(undefined, 30);
   }
-  if (cy.zoom() > 1.2) zoomAround(cy, 1.2);
+  fitReadable(cy);
+  performance.mark("editor-laid-out");
   showHint(cy);
   return cy;
 }
@@ -104,10 +159,11 @@ export function selectElement(id) {
   if (ele.empty()) return false;
   cy.elements().unselect();
   ele.select();
-  const pos = ele.isNode() ? ele.position() : ele.midpoint();
-  if (cy.zoom() < 0.6) cy.zoom({ level: 0.8, position: pos });
-  const ext = cy.extent();
-  if (pos.x < ext.x1 || pos.x > ext.x2 || pos.y < ext.y1 || pos.y > ext.y2) cy.center(ele);
+  // The view stays where the author put it unless the element is (partly) off screen: then it
+  // is centred, zoomed in only as far as it takes to read it.
+  if (onScreen(cy, ele)) return true;
+  if (cy.zoom() < MIN_FIT_ZOOM) cy.zoom(MIN_FIT_ZOOM);
+  cy.center(ele);
   return true;
 }
 
@@ -129,7 +185,7 @@ export function zoomBy(factor) {
 }
 
 export function fit() {
-  store.graph().fit(undefined, 30);
+  fitReadable(store.graph());
 }
 
 /** Return the model position of the middle of the view. */
@@ -171,6 +227,108 @@ function followDrags(cy) {
   });
 }
 
+// Checking every pair of labels is quadratic: past this many branches only parallel ones are.
+const ALL_PAIRS_UP_TO = 400;
+
+function labelBox(edge) {
+  return edge.boundingBox({ includeNodes: false, includeEdges: false, includeLabels: true, includeOverlays: false });
+}
+
+function boxesMeet(a, b) {
+  return a.w > 0 && b.w > 0 && a.x1 < b.x2 && b.x1 < a.x2 && a.y1 < b.y2 && b.y1 < a.y2;
+}
+
+/**
+ * Keep branch labels from piling up: a label that would overlap one drawn before it (branches
+ * in step order, then priority), or a step it does not join (it would be drawn under it), is
+ * hidden and shown on hover, where the tooltip also names it. Parallel branches are fanned out
+ * by the style; this catches what fanning out cannot.
+ */
+export function spreadEdgeLabels(cy) {
+  const edges = cy.edges().filter((e) => !!e.data("label")).sort((a, b) =>
+    (a.source().data("order") || 0) - (b.source().data("order") || 0) || ((a.data("branch") || {}).priority || 0) - ((b.data("branch") || {}).priority || 0));
+  edges.removeClass("label-crowded");
+  const pairKey = (e) => [e.source().id(), e.target().id()].sort().join(" ");
+  const all = edges.length <= ALL_PAIRS_UP_TO;
+  const drawn = {};
+  const nodes = all ? cy.nodes().map((n) => ({ node: n, box: n.boundingBox({ includeLabels: false, includeOverlays: false }) })) : [];
+  const underNode = (edge, box) => nodes.some((n) => !n.node.same(edge.source()) && !n.node.same(edge.target()) && boxesMeet(n.box, box));
+  edges.forEach((edge) => {
+    const key = all ? "" : pairKey(edge);
+    const box = labelBox(edge);
+    const before = drawn[key] || (drawn[key] = []);
+    if (before.some((b) => boxesMeet(b, box)) || underNode(edge, box)) edge.addClass("label-crowded");
+    else before.push(box);
+  });
+}
+
+function followLabels(cy) {
+  let timer = null;
+  const later = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => spreadEdgeLabels(cy), 120);
+  };
+  cy.on("add remove data position", later);
+  cy.on("mouseover", "edge", (evt) => evt.target.addClass("hovered"));
+  cy.on("mouseout", "edge", (evt) => evt.target.removeClass("hovered"));
+  // Once the steps have their places (a layout on open may still be running).
+  placement.then(() => spreadEdgeLabels(cy));
+}
+
+const NAV_MARGIN = 8;
+const CORNERS = ["br", "bl", "tr", "tl"];
+
+/**
+ * Put the navigator in the first corner of the canvas where it covers no node (bottom right
+ * first), or hide it while every corner has one: it is a map, never a lid on the graph.
+ */
+export function placeNavigator(cy) {
+  const nav = document.getElementById("cy-nav");
+  if (!nav) return;
+  const w = nav.offsetWidth;
+  const h = nav.offsetHeight;
+  const cw = cy.width();
+  const ch = cy.height();
+  const boxes = cy.nodes().map((n) => n.renderedBoundingBox());
+  const rect = (corner) => {
+    const x1 = corner[1] === "r" ? cw - NAV_MARGIN - w : NAV_MARGIN;
+    const y1 = corner[0] === "b" ? ch - NAV_MARGIN - h : NAV_MARGIN;
+    return { x1: x1, y1: y1, x2: x1 + w, y2: y1 + h, w: w };
+  };
+  const free = CORNERS.find((corner) => !boxes.some((b) => boxesMeet(Object.assign({ w: 1 }, b), rect(corner))));
+  nav.dataset.corner = free || "none";
+  delete nav.dataset.pending;
+}
+
+/** Start the navigator (cytoscape-navigator) and keep it clear of the nodes as the view moves. */
+export function initNavigator(cy) {
+  if (cy.navigator) cy.navigator({ container: "#cy-nav", viewLiveFramerate: 0, rerenderDelay: 400 });
+  const nav = document.getElementById("cy-nav");
+  let timer = null;
+  cy.on("viewport add remove position resize", () => {
+    // Tests wait for the navigator's corner to be current: no placement pending.
+    if (nav) nav.dataset.pending = "1";
+    clearTimeout(timer);
+    timer = setTimeout(() => placeNavigator(cy), 100);
+  });
+  // The canvas changes size without a window resize (the problems panel grows as lint answers):
+  // until the author moves the view or picks something, the initial fit follows it.
+  let untouched = true;
+  cy.on("viewport", () => {
+    if (!fitting) untouched = false;
+  });
+  cy.one("select tap", () => {
+    untouched = false;
+  });
+  if (window.ResizeObserver) {
+    new ResizeObserver(() => {
+      cy.resize();
+      if (untouched) fitReadable(cy);
+    }).observe(container);
+  }
+  placeNavigator(cy);
+}
+
 // Tooltips: a branch's name, or why a test run did not take it.
 function showTips(cy) {
   const tip = document.getElementById("edge-tip");
@@ -207,6 +365,7 @@ export function initCanvas() {
   const cy = store.graph();
   followDrags(cy);
   showTips(cy);
+  followLabels(cy);
   store.subscribe((event) => {
     if (event === "change") showHint(cy);
   });

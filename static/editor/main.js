@@ -6,7 +6,7 @@
  * `window.branchline` lets tests and benchmarks drive the page and wait for it.
  */
 import { toElements } from "./recipe-graph.js";
-import { createCanvas, edgeByName, initCanvas, nodeByKey } from "./canvas.js";
+import { createCanvas, edgeByName, initCanvas, initNavigator, nodeByKey, placed } from "./canvas.js";
 import { initConnect } from "./connect.js";
 import { initBranchOrder } from "./branch-order.js";
 import { initKeyboard } from "./keyboard.js";
@@ -23,7 +23,6 @@ performance.mark("editor-start");
 const config = JSON.parse(document.getElementById("editor-config").textContent);
 const built = toElements(JSON.parse(document.getElementById("recipe-document").textContent));
 const cy = createCanvas(built);
-performance.mark("editor-laid-out");
 store.init({ graph: cy, meta: built.meta, revision: config.revision });
 let ready = false;
 
@@ -60,16 +59,15 @@ window.branchline = {
     !document.querySelector(".htmx-request, .htmx-settling"),
 };
 
-cy.ready(() => {
+// Ready once the graph is placed (canvas.js marks `editor-laid-out`) and drawn: two frames.
+placed().then(() => cy.ready(() => {
   requestAnimationFrame(() => {
     requestAnimationFrame(() => {
       ready = true;
       document.documentElement.setAttribute("data-editor-ready", "1");
       performance.mark("editor-ready");
       scheduleCheck();
-      setTimeout(() => {
-        if (cy.navigator) cy.navigator({ container: "#cy-nav", viewLiveFramerate: 0, rerenderDelay: 400 });
-      }, 50);
+      setTimeout(() => initNavigator(cy), 50);
     });
   });
-});
+}));

@@ -9,7 +9,7 @@
  */
 import { COMPLETE_ID, END_ID } from "../editor/recipe-graph.js";
 import { loadPartial } from "./partials.js";
-import { createRunGraph, edgeOf, nodeOf, runLayout, TAKEN_LABEL } from "./run-graph.js";
+import { createRunGraph, edgeOf, fillPanel, nodeOf, runLayout, TAKEN_LABEL } from "./run-graph.js";
 import { RunSocket } from "./socket.js";
 
 const config = JSON.parse(document.getElementById("monitor-config").textContent);
@@ -191,6 +191,8 @@ function createGraph(doc, path) {
     missing: "The graph library is not installed here (make vendor).",
   });
   if (!cy) return null;
+  fillPanel(cy);
+  window.addEventListener("resize", () => fillPanel(cy));
   const graph = {
     visit(key) {
       cy.nodes(".current").removeClass("current");

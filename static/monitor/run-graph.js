@@ -11,12 +11,12 @@ export const BASE_STYLE = [
   {
     selector: "node",
     style: {
-      label: "data(label)", "text-wrap": "wrap", "text-valign": "center", "font-size": 9,
-      shape: "round-rectangle", width: 96, height: 34, "background-color": "#f2f4f7",
+      label: "data(label)", "text-wrap": "wrap", "text-valign": "center", "font-size": 11,
+      "text-max-width": 112, shape: "round-rectangle", width: 120, height: 40, "background-color": "#f2f4f7",
       "border-width": 1, "border-color": "#d0d5dd", color: "#344054",
     },
   },
-  { selector: 'node[kind = "terminal"]', style: { shape: "ellipse", width: 64 } },
+  { selector: 'node[kind = "terminal"]', style: { shape: "ellipse", width: 80 } },
   { selector: 'node[kind = "missing"]', style: { "border-style": "dashed", opacity: 0.6 } },
   {
     selector: "edge",
@@ -64,6 +64,22 @@ export function createRunGraph({ container, doc, style, layout, missing }) {
     style: [...BASE_STYLE, ...style],
     ...(layout ? { layout } : {}),
   });
+}
+
+/**
+ * Make the laid-out graph fill its panel: the container takes the height the graph needs at the
+ * panel's width (within `minHeight`..`maxHeight`), and the graph is fitted to it, rather than a
+ * small drawing in the middle of a fixed-height box.
+ */
+export function fillPanel(cy, { minHeight = 240, maxHeight = Math.max(520, window.innerHeight * 0.8), padding = 10 } = {}) {
+  const container = cy.container();
+  const bb = cy.elements().boundingBox();
+  if (!container || !bb.w || !bb.h) return;
+  const room = container.clientWidth - 2 * padding;
+  const height = Math.round(Math.min(maxHeight, Math.max(minHeight, (room * bb.h) / bb.w + 2 * padding)));
+  container.style.height = height + "px";
+  cy.resize();
+  cy.fit(undefined, padding);
 }
 
 /** Return the node of the step `key`. */

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from tests.engine.builders import branch, recipe, step
 from workflows.engine import RecipeInvalid, parse_recipe
+from workflows.engine.lint import lint_recipe
 from workflows.engine.regex import Pattern
 
 REFERENCE_TREE = {
@@ -855,10 +856,21 @@ def test_it_refuses_conditions_nested_too_deep() -> None:
     ]
 
 
+def test_it_reads_and_lints_a_recipe_of_a_thousand_steps() -> None:
+    keys = [f"s{i}" for i in range(1000)]
+    steps = [
+        step(key, branch("on", 1, target=keys[i + 1] if i + 1 < 1000 else "@complete"))
+        for i, key in enumerate(keys)
+    ]
+    graph = parse_recipe(recipe(*steps))
+    assert len(graph.steps) == 1000
+    assert lint_recipe(graph) == []
+
+
 def test_it_refuses_a_recipe_with_too_many_steps() -> None:
     with pytest.raises(RecipeInvalid) as raised:
-        parse_recipe(recipe(*[step(f"s{i}") for i in range(301)]))
-    assert raised.value.errors == ["steps: a recipe has at most 300 steps, got 301"]
+        parse_recipe(recipe(*[step(f"s{i}") for i in range(1001)]))
+    assert raised.value.errors == ["steps: a recipe has at most 1000 steps, got 1001"]
 
 
 @pytest.mark.parametrize("doc", [None, [], "recipe", 3])

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.factories import recipe_document
+from tests.factories import chain_document, recipe_document
 from tests.workflows.recipe_mutations import (
     assert_reported,
     branch,
@@ -145,6 +145,18 @@ def test_it_refuses_a_parsed_document_over_the_size_limit(
 
     assert_reported(errors, "$: the document is*")
     assert not Recipe.objects.exists()
+
+
+def test_it_imports_a_recipe_of_a_thousand_steps_over_a_mebibyte(user: Any, actors: Any) -> None:
+    # The format's cap (1,000 steps) with prompts of a kilobyte: the default size limit fits it.
+    doc = chain_document(slug="long", actor=actors.writer.name, steps=1000, branches=[])
+    for step in doc["steps"]:
+        step["prompt"] += " Keep the voice." * 64
+    assert len(json.dumps(doc)) > 1024 * 1024
+
+    result = recipe_import(user=user, data=json.dumps(doc))
+
+    assert Step.objects.filter(recipe=result.recipe).count() == 1000
 
 
 def test_it_reports_every_error_at_once(user: Any, actors: Any) -> None:

@@ -37,7 +37,7 @@ STEP_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 INPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # YAML aliases let a small file name one list many times over: checking such a document
 # node by node must not take exponential time.
-MAX_STEPS = 300
+MAX_STEPS = 1000
 
 
 def parse_recipe(doc: object) -> RecipeGraph:
