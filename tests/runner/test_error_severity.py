@@ -1,5 +1,5 @@
 """Error severities through real dry runs: a failure sent back to the classify step or to the
-planning step, and a transient failure retried (issue 15)."""
+planning step, and a transient failure retried."""
 
 from __future__ import annotations
 

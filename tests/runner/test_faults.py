@@ -245,7 +245,7 @@ def test_a_frozen_worker_that_comes_back_commits_nothing(workers: Workers, owner
     assert sorted(all_started.values_list("data__seq", flat=True)) == [1, 2, 2, 3]
 
 
-# The figure of issue 10: 100 runs of 5 steps, a worker SIGKILLed 20 times (whole workers and
+# The figure to hold: 100 runs of 5 steps, a worker SIGKILLed 20 times (whole workers and
 # pool processes in turn), every run complete with each step and event committed once.
 RUNS = 100
 STEPS = 5

@@ -1,4 +1,4 @@
-"""Intent steps and criteria_met branches, run end to end with scripted actors (issue 15)."""
+"""Intent steps and criteria_met branches, run end to end with scripted actors."""
 
 from __future__ import annotations
 

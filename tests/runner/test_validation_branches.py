@@ -1,5 +1,5 @@
 """Branches on how a validation loop ended, a loop without a fallback refused at import, and
-a classify step whose classifier gives no readable answer (issue 15)."""
+a classify step whose classifier gives no readable answer."""
 
 from __future__ import annotations
 
