@@ -12,6 +12,7 @@ from .views import (
     recorded,
     reruns,
     runs,
+    runs_overlay,
     stats,
     testing,
     tools,
@@ -66,6 +67,11 @@ urlpatterns = [
     ),
     path("recipes/<slug:slug>/tests/", testing.recipe_tests_page, name="recipe-tests"),
     path("recipes/<slug:slug>/stats/", stats.recipe_stats, name="recipe-stats"),
+    path(
+        "recipes/<slug:slug>/runs-overlay/",
+        runs_overlay.recipe_runs_overlay,
+        name="recipe-runs-overlay",
+    ),
     path(
         "recipes/<slug:slug>/steps/<str:key>/works/",
         works.step_works_page,

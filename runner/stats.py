@@ -4,7 +4,8 @@ Selectors only (nothing here writes). `/metrics` (runner/metrics.py) reads the w
 installation's figures; the stats pages read a `Scope`: the runs, steps and model calls of one
 recipe, or of one actor, among the runs a user may see. Every aggregate is computed by the
 database, except latency percentiles, which are taken in Python from a bounded number of the
-latest steps (SQLite has no percentile function).
+latest steps (SQLite has no percentile function). The editor's runs overlay reads what the last
+runs of one version did (`last_runs`): the same count of branches taken (`taken_counts`), per run.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, Min, Q, QuerySet, Sum
+from django.db.models import Count, Exists, Min, OuterRef, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from workflows.models import Recipe
+from workflows.models import Recipe, RecipeVersion
 
 from .models import BranchEvaluation, HumanTask, ModelCall, Run, StepRun
 from .selectors import runs_visible_to
@@ -341,20 +342,24 @@ def latency_percentiles(
     return result, capped
 
 
+def taken_counts(steps: QuerySet[StepRun], *, group: Sequence[str]) -> QuerySet[Any]:
+    """Return how many times each branch was taken after `steps`, per branch and group of
+    StepRun fields: rows of `step_run__FIELD` for each field of `group`, `branch` and `n`."""
+    fields = [f"step_run__{name}" for name in group]
+    return (
+        BranchEvaluation.objects.filter(taken=True, step_run__in=steps.values("pk"))
+        .order_by()
+        .values(*fields, "branch")
+        .annotate(n=Count("id"))
+    )
+
+
 def branches_taken(
     steps: QuerySet[StepRun], window: Window, *, group: Sequence[str]
 ) -> list[tuple[str, list[tuple[str, int]]]]:
     """Return, per step group, how many times each branch was taken in the window (most first)."""
     fields = [f"step_run__{name}" for name in group]
-    rows = (
-        BranchEvaluation.objects.filter(
-            taken=True,
-            step_run__in=steps.filter(started_at__gte=window.start).values("pk"),
-        )
-        .order_by()
-        .values(*fields, "branch")
-        .annotate(n=Count("id"))
-    )
+    rows = taken_counts(steps.filter(started_at__gte=window.start), group=group)
     taken: dict[str, list[tuple[str, int]]] = defaultdict(list)
     for row in rows:
         taken[_label([row[f] for f in fields])].append((row["branch"], row["n"]))
@@ -362,6 +367,94 @@ def branches_taken(
         (label, sorted(parts, key=lambda part: (-part[1], part[0])))
         for label, parts in sorted(taken.items())
     ]
+
+
+# -- the editor's runs overlay ----------------------------------------------------------------
+
+# The editor draws what at most this many of a version's latest runs did (its menu offers
+# LAST_RUNS_CHOICES), and lists at most RUNS_LISTED of the runs that took a branch.
+LAST_RUNS_MAX = 100
+LAST_RUNS_CHOICES = (20, 50, 100)
+LAST_RUNS_DEFAULT = 50
+RUNS_LISTED = 20
+
+
+@dataclass(frozen=True)
+class BranchRuns:
+    """What the runs counted did with one branch of one step."""
+
+    step: str
+    branch: str
+    runs: int  # how many of the runs took it
+    taken: int  # how many times it was taken: more than `runs` when it repeats its step
+    run_ids: tuple[int, ...]  # the newest of those runs, newest first (at most RUNS_LISTED)
+
+
+@dataclass(frozen=True)
+class LastRuns:
+    """What a version's latest runs did: the runs (newest first), how many of them ran each
+    step (by key), and how many took each branch (by step key and branch name)."""
+
+    runs: list[Run]
+    visits: dict[str, int]
+    branches: list[BranchRuns]
+
+
+def versions_run(*, recipe: Recipe) -> list[tuple[RecipeVersion, bool]]:
+    """Return the recipe's published versions, newest first, each with whether it has runs.
+
+    The hidden draft snapshots that the editor's test runs pin are left out. Documents are not
+    read (`defer`): a version's own is read when needed.
+    """
+    ran = Run.objects.filter(version=OuterRef("pk"))
+    versions = (
+        RecipeVersion.objects.published()
+        .filter(recipe=recipe)
+        .defer("document")
+        .annotate(has_runs=Exists(ran))
+        .order_by("-number")
+    )
+    return [(version, version.has_runs) for version in versions]
+
+
+def last_runs(
+    *, user: AbstractBaseUser | AnonymousUser, version: RecipeVersion, limit: int
+) -> LastRuns:
+    """Return what the last `limit` runs of `version` that the user may see did, in three
+    queries however many runs, steps and branches there are.
+
+    A step counts the runs that ran it (once each, however often it ran); a branch, the runs
+    that took it and how many times. Steps a fork copied from its parent count in the parent
+    (`StepRun.objects.executed()`), as on the stats pages.
+    """
+    runs = list(
+        runs_visible_to(user)
+        .select_related(None)
+        .filter(version=version)
+        .only("id", "status", "outcome", "created_at", "finished_at")
+        .order_by("-created_at", "-id")[:limit]
+    )
+    if not runs:
+        return LastRuns(runs=[], visits={}, branches=[])
+    newest = {run.pk: i for i, run in enumerate(runs)}
+    steps = StepRun.objects.executed().filter(run__in=list(newest))
+    visits = dict(steps.order_by().values_list("step_key").annotate(n=Count("run", distinct=True)))
+    took: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
+    for row in taken_counts(steps, group=("step_key", "run")):
+        took[(row["step_run__step_key"], row["branch"])].append((row["step_run__run"], row["n"]))
+    branches = []
+    for (step, branch), per_run in sorted(took.items()):
+        per_run.sort(key=lambda pair: newest[pair[0]])
+        branches.append(
+            BranchRuns(
+                step=step,
+                branch=branch,
+                runs=len(per_run),
+                taken=sum(n for _, n in per_run),
+                run_ids=tuple(pk for pk, _ in per_run[:RUNS_LISTED]),
+            )
+        )
+    return LastRuns(runs=runs, visits=visits, branches=branches)
 
 
 def _label(values: Sequence[Any]) -> str:

@@ -99,6 +99,7 @@ def editor_config(recipe: Recipe) -> dict[str, Any]:
             "testrunResult": reverse("recipe-testrun-result", args=[slug]),
             "tests": reverse("recipe-tests", args=[slug]),
             "versions": reverse("recipe-versions", args=[slug]),
+            "runsOverlay": reverse("recipe-runs-overlay", args=[slug]),
             "save": reverse("recipe-detail", args=[slug]),
             "events": "/api/runs/{id}/events",
             "run": "/api/runs/{id}",

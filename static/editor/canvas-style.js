@@ -73,6 +73,32 @@ function kindRules() {
   return rules;
 }
 
+// Runs on the canvas (runs-overlay.js): a branch's heat, by how often the runs took it against
+// the most taken, from the first (least) to the last (most); arrows kept in proportion.
+export const HEAT = [
+  { color: "#84caff", width: 2.5, arrow: 0.8 },
+  { color: "#53b1fd", width: 3.5, arrow: 0.7 },
+  { color: "#2e90fa", width: 4.5, arrow: 0.62 },
+  { color: "#1570ef", width: 6, arrow: 0.55 },
+  { color: "#1849a9", width: 7.5, arrow: 0.5 },
+];
+
+function runsRules() {
+  const heat = HEAT.map((h, i) => ({
+    selector: "edge.runs-heat-" + (i + 1),
+    style: { width: h.width, "line-color": h.color, "target-arrow-color": h.color, "arrow-scale": h.arrow, "line-style": "solid", opacity: 1 },
+  }));
+  return [
+    // The count is a line of the label, and a click on the label is a click on the branch.
+    { selector: "node.runs-count, edge.runs-count", style: { label: "data(runsLabel)" } },
+    { selector: "edge.runs-count", style: { "text-events": "yes" } },
+    ...heat,
+    { selector: "edge.runs-zero, edge.runs-absent", style: { opacity: 0.45, "line-color": "#98a2b3", "target-arrow-color": "#98a2b3", width: 1.4 } },
+    { selector: "edge.runs-absent", style: { "line-style": "dashed" } },
+    { selector: "node.runs-none", style: { opacity: 0.6 } },
+  ];
+}
+
 export const STYLE = [
   {
     selector: "node",
@@ -129,6 +155,7 @@ export const STYLE = [
   { selector: "edge.run-lost", style: { opacity: 0.3, "line-color": "#98a2b3", "target-arrow-color": "#98a2b3" } },
   { selector: "edge.uncovered", style: { "line-style": "dashed", width: 3, "line-color": "#f79009", "target-arrow-color": "#f79009" } },
   { selector: "edge.covered", style: { width: 3, "line-color": "#12b76a", "target-arrow-color": "#12b76a" } },
+  ...runsRules(),
   { selector: "node:selected", style: { "border-color": "#f79009", "border-width": 4, "overlay-opacity": 0.06 } },
   { selector: "edge:selected", style: { "line-color": "#f79009", "target-arrow-color": "#f79009", width: 3.5, "z-index": 10 } },
   { selector: ".eh-ghost-edge, edge.eh-preview", style: { "line-color": "#f79009", "target-arrow-color": "#f79009", "line-style": "dashed", width: 2, label: "" } },

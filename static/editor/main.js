@@ -17,6 +17,7 @@ import { inFlight as saveInFlight, initSaving, save } from "./saving.js";
 import * as store from "./store.js";
 import { initTabs } from "./tabs.js";
 import { initTestRun, testRunFinished, testRunTransport } from "./testrun.js";
+import { initRunsOverlay } from "./runs-overlay.js";
 import { initToolbar } from "./toolbar.js";
 
 performance.mark("editor-start");
@@ -41,6 +42,7 @@ initToolbar();
 initKeyboard();
 initSaving(config);
 initTestRun(config);
+initRunsOverlay(config);
 
 window.branchline = {
   cy: cy,
