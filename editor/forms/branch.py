@@ -9,6 +9,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
+from workflows.engine.catalog import action_params
 from workflows.engine.vocabulary import OUTCOMES
 
 from ..catalog import actions, canonical_action, repeats
@@ -91,7 +92,14 @@ class BranchForm(forms.Form):
         if current and current not in {t[0] for t in targets}:
             targets.append((current, f"{current} (missing step)"))
         self.fields["target"].choices = targets
-        self.fields["alternative_actor"].choices = context.alias_choices("— best other actor")
+        alternatives = context.alias_choices("— best other actor")
+        alternative = self.initial_from(self.original)["alternative_actor"]
+        if alternative and alternative not in {a[0] for a in alternatives}:
+            alternatives.append((alternative, f"{alternative} (missing alias)"))
+        self.fields["alternative_actor"].choices = alternatives
+        # The parameters shown follow the action and the target: changing either re-renders.
+        for name in ("action", "target"):
+            self.fields[name].widget.attrs["data-refresh"] = "true"
         self.notes: list[str] = []
         self.result: dict[str, Any] | None = None
 
@@ -112,6 +120,14 @@ class BranchForm(forms.Form):
             "counts_as": as_text(branch.get("counts_as")),
             "other_params": other or None,
         }
+
+    @property
+    def shown_params(self) -> tuple[str, ...]:
+        """Return the managed parameters the branch's action and target read (shown in the
+        form; the others are kept as hidden inputs, so nothing typed is lost on a change)."""
+        values = self.data if self.is_bound else self.initial
+        action = canonical_action(as_text(values.get("action")))
+        return action_params(action, target=as_text(values.get("target")))
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"].strip()
@@ -145,6 +161,11 @@ class BranchForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        shown = self.shown_params
+        for name in self.MANAGED_PARAMS:
+            # A hidden parameter is not read by the action: a stale value there never blocks.
+            if name not in shown and self._errors.pop(name, None):
+                data.pop(name, None)
         if self.errors:
             return data
         action = canonical_action(data["action"])

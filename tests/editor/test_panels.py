@@ -193,6 +193,77 @@ class TestBranchPanel:
         )
         assert response.context["result"]["branch"].get("counts_as") == written
 
+    def test_it_shows_only_the_parameters_the_action_reads(
+        self, story: Recipe, web: Client
+    ) -> None:
+        url = reverse("recipe-branch-panel", args=[story.slug])
+        more_detail = htmx_post(web, url, draft(story), step=0, branch=0, element="b-1")
+        approve = htmx_post(web, url, draft(story), step=0, branch=2, element="b-3")
+
+        shown = more_detail.content.decode()
+        assert 'id="id_retry_suffix"' in shown and "<textarea" in shown
+        assert 'type="hidden" name="prompt_enhancement"' in shown
+        assert 'type="hidden" name="alternative_actor"' in shown
+        assert '<input type="number" name="max_retries" value="2"' in shown
+        plain = approve.content.decode()
+        for name in ("retry_suffix", "prompt_enhancement", "alternative_actor", "max_retries"):
+            assert f'type="hidden" name="{name}"' in plain
+        assert 'name="action" data-refresh="true"' in plain
+
+    @pytest.mark.parametrize(
+        ("action", "target", "shown"),
+        [
+            ("RETRY_WITH_DIFFERENT_ACTOR", "@repeat", {"alternative_actor", "max_retries"}),
+            ("ENHANCE_PROMPT", "@repeat", {"prompt_enhancement", "max_retries"}),
+            ("CONTINUE", "@repeat", {"max_retries"}),
+            ("CONTINUE", "review", set()),
+        ],
+    )
+    def test_a_changed_action_or_target_shows_its_parameters(
+        self, story: Recipe, web: Client, action: str, target: str, shown: set[str]
+    ) -> None:
+        response = htmx_post(
+            web,
+            reverse("recipe-branch-panel", args=[story.slug]),
+            draft(story),
+            apply="1",
+            _op="refresh",
+            step=0,
+            branch=0,
+            name="too_short",
+            priority="1",
+            action=action,
+            target=target,
+            retry_suffix="Longer, please.",
+            max_retries="2",
+            **{"c-type": "length_check", "c-operator": "less_than", "c-value": "40"},
+        )
+        assert set(response.context["form"].shown_params) == shown
+
+    def test_a_parameter_the_new_action_does_not_read_is_kept_as_typed(
+        self, story: Recipe, web: Client
+    ) -> None:
+        response = htmx_post(
+            web,
+            reverse("recipe-branch-panel", args=[story.slug]),
+            draft(story),
+            apply="1",
+            step=0,
+            branch=0,
+            element="b-1",
+            name="too_short",
+            priority="1",
+            active="on",
+            action="CONTINUE",
+            target="review",
+            retry_suffix="Longer, please.",
+            max_retries="not a number",
+            **{"c-type": "length_check", "c-operator": "less_than", "c-value": "40"},
+        )
+        branch = response.context["result"]["branch"]
+        assert branch["params"] == {"retry_suffix": "Longer, please."}
+        assert branch["action"] == "CONTINUE"
+
 
 class TestRecipePanel:
     def test_it_opens_and_applies(self, story: Recipe, web: Client) -> None:

@@ -14,7 +14,15 @@ from workflows.engine.conditions.registry import TYPES
 from workflows.engine.field_spec import FieldSpec
 from workflows.engine.outcomes import default_outcome
 from workflows.engine.step_kinds.registry import KINDS
-from workflows.engine.vocabulary import ACTION_ALIASES, ACTION_LABELS, OUTCOMES, REPEAT_ACTIONS
+from workflows.engine.vocabulary import (
+    ACTION_ALIASES,
+    ACTION_LABELS,
+    ACTION_PARAMS,
+    MAX_RETRIES_PARAM,
+    OUTCOMES,
+    REPEAT,
+    REPEAT_ACTIONS,
+)
 
 # A branch field of its own: what taking the branch says of the step's attempt.
 COUNTS_AS = FieldSpec(
@@ -30,6 +38,14 @@ COUNTS_AS = FieldSpec(
 )
 
 
+def action_params(action: str, *, target: str) -> tuple[str, ...]:
+    """Return the `params` a branch with `action` (canonical) and `target` reads."""
+    params = ACTION_PARAMS.get(action, ())
+    if action in REPEAT_ACTIONS or target == REPEAT:
+        params += (MAX_RETRIES_PARAM,)
+    return params
+
+
 def catalog() -> dict[str, Any]:
     """Return the catalog: condition types, combinators, step kinds, actions and the branch
     fields beside them (`counts_as`)."""
@@ -43,6 +59,7 @@ def catalog() -> dict[str, Any]:
                 "label": label,
                 "repeats": name in REPEAT_ACTIONS,
                 "counts_as": default_outcome(name),
+                "params": list(action_params(name, target="")),
             }
             for name, label in ACTION_LABELS.items()
         ],

@@ -36,6 +36,14 @@ ACTION_OUTCOMES: dict[str, str] = {
 }
 # Actions that always run the same step again, whatever target names.
 REPEAT_ACTIONS = frozenset({"REQUEST_MORE_DETAIL", "ENHANCE_PROMPT", "RETRY_WITH_DIFFERENT_ACTOR"})
+# The `params` an action reads; `max_retries` besides bounds every branch that runs its step
+# again (a repeat action, or the target @repeat).
+ACTION_PARAMS: dict[str, tuple[str, ...]] = {
+    "REQUEST_MORE_DETAIL": ("retry_suffix",),
+    "ENHANCE_PROMPT": ("prompt_enhancement",),
+    "RETRY_WITH_DIFFERENT_ACTOR": ("alternative_actor",),
+}
+MAX_RETRIES_PARAM = "max_retries"
 
 # An actor reference of a recipe that names a group of reviewers; and a step's actor that
 # the learner chooses, among the step's candidates (`actor_choice.py`).
