@@ -12,6 +12,8 @@ const FILES = {
   // cytoscape-dagre 4 bundles dagre 3 in its dist file: no separate dagre script is needed.
   "cytoscape-dagre": ["dist/cytoscape-dagre.min.js"],
   "cytoscape-edgehandles": ["cytoscape-edgehandles.js"],
+  // Right-click menus on steps, branches and the canvas (a list of buttons, not a radial menu).
+  "cytoscape-context-menus": ["cytoscape-context-menus.js", "cytoscape-context-menus.css"],
   "cytoscape-navigator": ["cytoscape-navigator.js", "cytoscape.js-navigator.css"],
   "cytoscape-undo-redo": ["cytoscape-undo-redo.js"],
   // cytoscape-edgehandles' browser build reads `_.memoize` and `_.throttle` from the real lodash.

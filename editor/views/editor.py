@@ -120,7 +120,6 @@ def recipe_editor(request: HttpRequest, slug: str) -> HttpResponse:
         {
             "recipe": recipe,
             "document": document,
-            "outline": document_outline(document),
             "config": editor_config(recipe),
             # The canvas labels, the step kinds offered: drawn from the engine's catalog.
             "catalog": catalog(),
@@ -147,7 +146,6 @@ def recipe_check(request: HttpRequest, slug: str) -> HttpResponse:
             "problems": problems,
             "errors": [p for p in problems if p.is_error],
             "warnings": [p for p in problems if not p.is_error],
-            "outline": document_outline(document),
             "checked": True,
         },
     )

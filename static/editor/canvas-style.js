@@ -30,6 +30,12 @@ function svg(body, color, fill) {
   return "data:image/svg+xml;utf8," + encodeURIComponent(doc);
 }
 
+/** Return a step kind's icon as an image URL (the canvas's own, for lists beside it). */
+export function kindIcon(kind) {
+  const k = KINDS[kind] || KINDS.tool;
+  return svg(k.icon, k.line);
+}
+
 const BADGES = {
   "has-error": svg('<circle cx="12" cy="12" r="10" fill="#d92d20" stroke="#fff"/><path d="M12 7v6M12 16.5v.5" stroke="#fff"/>', "#fff"),
   "has-warning": svg('<path d="M12 2L23 21H1z" fill="#f79009" stroke="#fff"/><path d="M12 9v5M12 17.5v.5" stroke="#fff"/>', "#fff"),

@@ -39,8 +39,29 @@ function zoomAround(cy, level) {
 }
 
 const FIT_PADDING = 30;
+// A graph with more elements than this is big: drawn with shortcuts, measured in view only.
+const BIG = 300;
 // True while fitReadable moves the view, so that a move by anything else is known (initNavigator).
 let fitting = false;
+
+/**
+ * Return the box of the nodes from their positions and sizes alone. Cytoscape's own measures
+ * every label (and edge) of the graph first, which for a big graph costs more than the rest of
+ * opening it; its labels barely reach past its steps, and it is shown from its start anyway.
+ */
+function nodesBox(cy) {
+  const box = { x1: Infinity, y1: Infinity, x2: -Infinity, y2: -Infinity };
+  cy.nodes().forEach((n) => {
+    const p = n.position();
+    const w = n.outerWidth() / 2;
+    const h = n.outerHeight() / 2;
+    box.x1 = Math.min(box.x1, p.x - w);
+    box.y1 = Math.min(box.y1, p.y - h);
+    box.x2 = Math.max(box.x2, p.x + w);
+    box.y2 = Math.max(box.y2, p.y + h);
+  });
+  return Object.assign(box, { w: box.x2 - box.x1, h: box.y2 - box.y1 });
+}
 
 /**
  * Fit the graph in the view at a zoom where its labels can be read: between MIN_FIT_ZOOM and
@@ -52,7 +73,7 @@ export function fitReadable(cy) {
   const w = cy.width();
   const h = cy.height();
   if (eles.empty() || !w || !h) return;
-  const bb = eles.boundingBox();
+  const bb = eles.length > BIG ? nodesBox(cy) : eles.boundingBox();
   const room = { w: w - 2 * FIT_PADDING, h: h - 2 * FIT_PADDING };
   const zoom = Math.max(MIN_FIT_ZOOM, Math.min(MAX_FIT_ZOOM, room.w / bb.w, room.h / bb.h));
   const place = (size, start, span) => (size * zoom <= span ? (span + 2 * FIT_PADDING - size * zoom) / 2 : FIT_PADDING) - start * zoom;
@@ -88,7 +109,7 @@ export function placed() {
  * the canvas stays hidden until `placed()` settles.
  */
 export function createCanvas(built) {
-  const big = built.elements.length > 300;
+  const big = built.elements.length > BIG;
   const cy = cytoscape({
     container: container,
     elements: built.elements,
@@ -227,8 +248,9 @@ function followDrags(cy) {
   });
 }
 
-// Checking every pair of labels is quadratic: past this many branches only parallel ones are.
-const ALL_PAIRS_UP_TO = 400;
+// Past this many branches, labels are spread only among those in and near the view (again
+// as the view moves): measuring thousands of labels would hold up opening the recipe.
+const ALL_UP_TO = 400;
 
 function labelBox(edge) {
   return edge.boundingBox({ includeNodes: false, includeEdges: false, includeLabels: true, includeOverlays: false });
@@ -238,6 +260,19 @@ function boxesMeet(a, b) {
   return a.w > 0 && b.w > 0 && a.x1 < b.x2 && b.x1 < a.x2 && a.y1 < b.y2 && b.y1 < a.y2;
 }
 
+// The labelled branches to spread: all of them, or those with an end in (or near) the view.
+function labelledEdges(cy) {
+  const edges = cy.edges().filter((e) => !!e.data("label"));
+  if (edges.length <= ALL_UP_TO) return edges;
+  const ext = cy.extent();
+  const margin = Math.max(ext.w, ext.h) / 2;
+  const near = (n) => {
+    const p = n.position();
+    return p.x > ext.x1 - margin && p.x < ext.x2 + margin && p.y > ext.y1 - margin && p.y < ext.y2 + margin;
+  };
+  return edges.filter((e) => near(e.source()) || near(e.target()));
+}
+
 /**
  * Keep branch labels from piling up: a label that would overlap one drawn before it (branches
  * in step order, then priority), or a step it does not join (it would be drawn under it), is
@@ -245,20 +280,17 @@ function boxesMeet(a, b) {
  * by the style; this catches what fanning out cannot.
  */
 export function spreadEdgeLabels(cy) {
-  const edges = cy.edges().filter((e) => !!e.data("label")).sort((a, b) =>
+  const edges = labelledEdges(cy).sort((a, b) =>
     (a.source().data("order") || 0) - (b.source().data("order") || 0) || ((a.data("branch") || {}).priority || 0) - ((b.data("branch") || {}).priority || 0));
   edges.removeClass("label-crowded");
-  const pairKey = (e) => [e.source().id(), e.target().id()].sort().join(" ");
-  const all = edges.length <= ALL_PAIRS_UP_TO;
-  const drawn = {};
-  const nodes = all ? cy.nodes().map((n) => ({ node: n, box: n.boundingBox({ includeLabels: false, includeOverlays: false }) })) : [];
+  const all = cy.edges().length <= ALL_UP_TO;
+  const nodes = (all ? cy.nodes() : edges.connectedNodes()).map((n) => ({ node: n, box: n.boundingBox({ includeLabels: false, includeOverlays: false }) }));
   const underNode = (edge, box) => nodes.some((n) => !n.node.same(edge.source()) && !n.node.same(edge.target()) && boxesMeet(n.box, box));
+  const drawn = [];
   edges.forEach((edge) => {
-    const key = all ? "" : pairKey(edge);
     const box = labelBox(edge);
-    const before = drawn[key] || (drawn[key] = []);
-    if (before.some((b) => boxesMeet(b, box)) || underNode(edge, box)) edge.addClass("label-crowded");
-    else before.push(box);
+    if (drawn.some((b) => boxesMeet(b, box)) || underNode(edge, box)) edge.addClass("label-crowded");
+    else drawn.push(box);
   });
 }
 
@@ -269,6 +301,7 @@ function followLabels(cy) {
     timer = setTimeout(() => spreadEdgeLabels(cy), 120);
   };
   cy.on("add remove data position", later);
+  if (cy.edges().length > ALL_UP_TO) cy.on("viewport", later); // the view decides which are spread
   cy.on("mouseover", "edge", (evt) => evt.target.addClass("hovered"));
   cy.on("mouseout", "edge", (evt) => evt.target.removeClass("hovered"));
   // Once the steps have their places (a layout on open may still be running).

@@ -1,10 +1,19 @@
 /*
- * keyboard.js: the editor's shortcuts: Ctrl+S saves; outside text fields, Delete removes the
- * selection, Ctrl+Z undoes, Ctrl+Shift+Z and Ctrl+Y redo.
+ * keyboard.js: the editor's shortcuts: Ctrl+S saves, Ctrl+K opens the palette; outside text
+ * fields, `/` opens the palette, Delete removes the selection, Ctrl+C / Ctrl+V / Ctrl+D copy,
+ * paste and duplicate steps, Ctrl+Z undoes, Ctrl+Shift+Z and Ctrl+Y redo.
  */
+import { copySelection, duplicateSelection, paste } from "./clipboard.js";
+import { openPalette } from "./palette.js";
 import { save } from "./saving.js";
 import * as store from "./store.js";
 import { deleteSelected } from "./toolbar.js";
+
+// Text selected on the page is the browser's to copy, not the canvas's.
+function textSelected() {
+  const selection = window.getSelection();
+  return selection && !selection.isCollapsed && selection.toString() !== "";
+}
 
 function isLetter(evt, letter) {
   return evt.key === letter || evt.key === letter.toUpperCase();
@@ -17,9 +26,24 @@ function onKey(evt) {
     save(false);
     return;
   }
+  if (mod && isLetter(evt, "k")) {
+    evt.preventDefault();
+    openPalette();
+    return;
+  }
   const t = evt.target;
   if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
-  if (evt.key === "Delete" || evt.key === "Backspace") {
+  if (evt.key === "/" && !mod) {
+    evt.preventDefault();
+    openPalette();
+  } else if (mod && !evt.shiftKey && isLetter(evt, "c") && !textSelected()) {
+    if (copySelection()) evt.preventDefault();
+  } else if (mod && !evt.shiftKey && isLetter(evt, "v")) {
+    if (paste()) evt.preventDefault();
+  } else if (mod && !evt.shiftKey && isLetter(evt, "d")) {
+    evt.preventDefault(); // never the browser's bookmark dialog while editing
+    duplicateSelection();
+  } else if (evt.key === "Delete" || evt.key === "Backspace") {
     if (store.graph().elements(":selected").length) {
       evt.preventDefault();
       deleteSelected();

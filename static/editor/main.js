@@ -8,6 +8,8 @@
 import { toElements } from "./recipe-graph.js";
 import { createCanvas, edgeByName, initCanvas, initNavigator, nodeByKey, placed } from "./canvas.js";
 import { initConnect } from "./connect.js";
+import { initContextMenu } from "./context-menu.js";
+import { initPalette } from "./palette.js";
 import { initBranchOrder } from "./branch-order.js";
 import { initKeyboard } from "./keyboard.js";
 import { initLint, pending as lintPending, scheduleCheck } from "./lint.js";
@@ -39,6 +41,8 @@ initPanels(config);
 initBranchOrder();
 initOutline();
 initToolbar();
+initPalette();
+initContextMenu();
 initKeyboard();
 initSaving(config);
 initTestRun(config);

@@ -56,7 +56,7 @@ export function refreshElement(ele) {
 }
 
 /** Return where a branch leads as drawn: a step key, "@repeat", "@end", "@complete" or "". */
-function visualTarget(branch, stepKey, lastKey) {
+export function visualTarget(branch, stepKey, lastKey) {
   const action = canonicalAction(branch.action);
   const target = text(branch.target);
   if (repeats(action)) return "@repeat";
@@ -293,13 +293,26 @@ const STARTERS = {
   routes: [{ name: "general", instructions: "Any request.", always_active: true }],
 };
 
+/**
+ * Return the actor alias a new step of `kind` starts with: the one the recipe's first step of
+ * that kind uses, else (for a model step) the first LLM step's, else the first alias that
+ * suits; so a new LLM step gets the recipe's writer, not the judge its branches name.
+ */
+export function defaultActor(cy, meta, kind) {
+  const actors = meta.actors || {};
+  const human = (alias) => String(actors[alias]).indexOf("@human:") === 0;
+  const suits = (alias) => typeof alias === "string" && alias in actors && human(alias) === (kind === "human");
+  const usedBy = (wanted) => stepNodes(cy).map((n) => n.data("step")).find((s) => (s.kind || "llm") === wanted && suits(s.actor));
+  const found = usedBy(kind) || (kind !== "human" && usedBy("llm"));
+  return found ? found.actor : Object.keys(actors).find(suits);
+}
+
 /** Return the element JSON of a new step of `kind`, with an actor alias that suits it. */
 export function newStep(cy, meta, kind, position) {
-  const actors = meta.actors || {};
-  const aliases = Object.keys(actors).filter((a) => (String(actors[a]).indexOf("@human:") === 0) === (kind === "human"));
   const key = uniqueKey(cy, "step");
   const step = { key: key, name: "New " + kindLabel(kind), kind: kind };
-  if (kindTakes(kind, "actor") && aliases.length) step.actor = aliases[0];
+  const actor = kindTakes(kind, "actor") ? defaultActor(cy, meta, kind) : undefined;
+  if (actor) step.actor = actor;
   step.prompt = "";
   Object.keys(STARTERS).forEach((name) => {
     if (kindTakes(kind, name)) step[name] = clone(STARTERS[name]);
@@ -368,4 +381,107 @@ export function stableStringify(value) {
     return "{" + Object.keys(value).sort().map((k) => JSON.stringify(k) + ":" + stableStringify(value[k])).join(",") + "}";
   }
   return JSON.stringify(value === undefined ? null : value);
+}
+
+// -- copy and paste -----------------------------------------------------------------------------
+
+// Step keys are stored in columns of 100 characters: a copy's key is cut to fit.
+const MAX_KEY = 100;
+
+/**
+ * Return the documents of the steps drawn as `nodes`, in step order, with their branches and
+ * where they are drawn: what copying them keeps.
+ */
+export function stepDocuments(nodes) {
+  return nodes.sort((a, b) => a.data("order") - b.data("order")).map((node) => {
+    const step = clone(node.data("step"));
+    step.position = roundPosition(node.position());
+    step.branches = branchEdges(node).map((edge) => clone(edge.data("branch")));
+    return step;
+  });
+}
+
+/** Return the recipe's actor aliases (`actors`: alias → reference) that `steps` name. */
+export function aliasesNamed(steps, actors) {
+  const named = {};
+  const walk = (value) => {
+    if (typeof value === "string" && Object.prototype.hasOwnProperty.call(actors, value)) named[value] = actors[value];
+    else if (value && typeof value === "object") Object.keys(value).forEach((k) => walk(value[k]));
+  };
+  walk(steps);
+  return named;
+}
+
+function freeKey(taken, base) {
+  const stem = base.slice(0, MAX_KEY - 4);
+  let key = stem;
+  for (let n = 2; taken[key]; n += 1) key = stem + "_" + n;
+  return key;
+}
+
+/**
+ * Return the Cytoscape JSON of `steps` (from `stepDocuments`) pasted into `cy`, moved by
+ * `offset`, after the steps it has: each with a new key (`KEY_copy`, `KEY_copy_2`, …) and
+ * "(copy)" after its name. A branch or decision-tree leaf that led to a pasted step leads to
+ * its copy; any other still leads where it did (a step missing here shows as missing).
+ */
+export function pastedElements(cy, steps, offset) {
+  const taken = {};
+  const idByKey = {};
+  stepNodes(cy).forEach((n) => {
+    taken[n.data("key")] = true;
+    if (!(n.data("key") in idByKey)) idByKey[n.data("key")] = n.id();
+  });
+  const renamed = {};
+  steps.forEach((step) => {
+    const key = freeKey(taken, text(step.key) + "_copy");
+    taken[key] = true;
+    renamed[step.key] = key;
+  });
+  const first = cy.nodes('[kind = "step"]').length;
+  const nodes = steps.map((doc, i) => {
+    const step = stepData(doc);
+    step.key = renamed[doc.key];
+    step.name = text(doc.name) + " (copy)";
+    if (step.kind === "decision_tree") {
+      const targets = Object.assign({}, step.leaf_targets || {});
+      leafNames(step.tree).forEach((leaf) => {
+        const target = leaf in targets ? targets[leaf] : leaf;
+        if (renamed[target]) targets[leaf] = renamed[target];
+      });
+      if (Object.keys(targets).length) step.leaf_targets = targets;
+    }
+    const id = newId("s");
+    idByKey[step.key] = id;
+    const at = doc.position || { x: 0, y: 0 };
+    return {
+      group: "nodes",
+      data: {
+        id: id, kind: "step", key: step.key, order: first + i, step: step, origPosition: null,
+        moved: true, label: nodeLabel(step), stepKind: step.kind || "llm",
+      },
+      classes: "step kind-" + (step.kind || "llm"),
+      position: { x: at.x + offset.x, y: at.y + offset.y },
+    };
+  });
+  const lastKey = nodes.length ? nodes[nodes.length - 1].data.key : "";
+  const edges = [];
+  steps.forEach((doc, i) => {
+    const source = nodes[i].data.id;
+    (Array.isArray(doc.branches) ? doc.branches : []).forEach((original, j) => {
+      const branch = clone(original);
+      if (renamed[branch.target]) branch.target = renamed[branch.target];
+      const target = targetId(visualTarget(branch, nodes[i].data.key, lastKey), source, idByKey);
+      edges.push({
+        group: "edges",
+        // A target missing here starts on the step itself: syncEdges draws its placeholder.
+        data: {
+          id: newId("b"), kind: "branch", source: source, target: target.indexOf("m-") === 0 ? source : target,
+          branch: branch, seq: j, label: edgeLabel(branch),
+        },
+        classes: "branch",
+      });
+    });
+  });
+  return nodes.concat(edges);
 }

@@ -166,9 +166,16 @@ export function change(changes) {
   ur.do("apply-data", { changes: changes });
 }
 
-/** Add elements (Cytoscape JSON), undoably. */
-export function add(json) {
-  ur.do("add-elements", { json: json });
+/** Add elements (Cytoscape JSON), undoably; with `newMeta`, replace `meta` in the same step. */
+export function add(json, newMeta) {
+  if (newMeta === undefined) {
+    ur.do("add-elements", { json: json });
+    return;
+  }
+  ur.do("batch", [
+    { name: "add-elements", param: { json: json } },
+    { name: "apply-data", param: { changes: [{ id: "__meta__", data: { meta: newMeta } }] } },
+  ]);
 }
 
 /** Remove steps and branches by id, with the branches leaving removed steps, undoably. */

@@ -1,6 +1,7 @@
 /*
- * toolbar.js: the editor's tool bar: add a step of a kind, delete the selection, undo, redo,
- * zoom, fit, lay out, and Connect mode (drawing branches from anywhere on a step).
+ * toolbar.js: the editor's tool bar: add a step of a kind (from the palette), delete the
+ * selection, undo, redo, zoom, fit, lay out, and Connect mode (drawing branches from anywhere
+ * on a step).
  */
 import { fit, placeTerminals, runLayout, selectElement, viewportCenter, zoomBy } from "./canvas.js";
 import { setDrawMode } from "./connect.js";
@@ -8,12 +9,17 @@ import { clearPanel } from "./panels.js";
 import { newStep } from "./recipe-graph.js";
 import * as store from "./store.js";
 
-/** Add a step of `kind` right of the selected step (or of all steps), select it; return it. */
-export function addStep(kind) {
+/**
+ * Add a step of `kind` at the model position `at` (where it was dropped), else right of the
+ * selected step (or of all steps); select it and return it.
+ */
+export function addStep(kind, at) {
   const cy = store.graph();
   const selected = cy.nodes(":selected[kind = 'step']").first();
   let pos;
-  if (selected.nonempty()) {
+  if (at) {
+    pos = { x: at.x, y: at.y };
+  } else if (selected.nonempty()) {
     pos = { x: selected.position("x") + 240, y: selected.position("y") + 20 };
   } else {
     const steps = cy.nodes('[kind = "step"]');
@@ -53,9 +59,6 @@ export function deleteSelected() {
 }
 
 export function initToolbar() {
-  document.querySelectorAll("[data-add-step]").forEach((button) => {
-    button.addEventListener("click", () => addStep(button.getAttribute("data-add-step")));
-  });
   const on = (id, handler) => document.getElementById(id).addEventListener("click", handler);
   on("btn-delete", deleteSelected);
   on("btn-undo", store.undo);

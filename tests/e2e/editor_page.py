@@ -10,6 +10,12 @@ def apply_panel(page: Any) -> None:
     page.wait_for_selector("#panel .applied")
 
 
+def add_step(page: Any, kind: str) -> None:
+    """Add a step of `kind` from the palette (the "Add step" button), as an author clicks it."""
+    page.click("#btn-palette")
+    page.click(f"#palette [data-add-step={kind}]")
+
+
 def wait_saved(page: Any) -> None:
     page.wait_for_function("document.getElementById('save-state').textContent === 'Saved'")
 

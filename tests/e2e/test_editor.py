@@ -14,6 +14,7 @@ from workflows.services import recipe_import
 
 from .conftest import BrowserPage
 from .editor_page import (
+    add_step,
     apply_panel,
     click_settled,
     drag_branch,
@@ -36,7 +37,7 @@ def test_an_author_draws_a_recipe_saves_it_and_publishes_it(
     browser_page.wait_ready()
     assert page.url.endswith("/recipes/story-qc/")
 
-    page.click("button[data-add-step=llm]")
+    add_step(page, "llm")
     page.wait_for_selector("#panel form[data-editor-form=step]")
     page.fill("#panel [name=name]", "Write")
     page.fill("#panel [name=key]", "write")
@@ -44,7 +45,7 @@ def test_an_author_draws_a_recipe_saves_it_and_publishes_it(
     page.fill("#panel [name=prompt]", "Write a short story.")
     apply_panel(page)
 
-    page.click("button[data-add-step=llm]")
+    add_step(page, "llm")
     page.wait_for_function("document.querySelector('#panel [name=key]')?.value === 'step_1'")
     page.fill("#panel [name=name]", "Polish")
     page.fill("#panel [name=key]", "polish")

@@ -20,6 +20,7 @@ from workflows.engine import condition_summary
 from workflows.models import Recipe
 
 from .conftest import BrowserPage
+from .editor_page import add_step
 
 pytestmark = pytest.mark.e2e
 
@@ -167,18 +168,18 @@ def test_the_canvas_summarises_conditions_as_the_engine_does(
     assert drawn[: len(SUMMARIES)] == [summary for _, summary in SUMMARIES]
 
 
-def test_the_tool_bar_offers_every_step_kind_of_the_catalog(
+def test_the_palette_offers_every_step_kind_of_the_catalog(
     browser_page: BrowserPage, story: Recipe
 ) -> None:
     page = browser_page.open_editor(story.slug)
     offered = page.eval_on_selector_all(
-        "[data-add-step]", "(bs) => bs.map((b) => b.dataset.addStep)"
+        "#palette [data-add-step]", "(bs) => bs.map((b) => b.dataset.addStep)"
     )
     assert offered == [kind["kind"] for kind in engine.catalog()["steps"]]
-    page.click("button[data-add-step=classify]")
-    page.wait_for_selector("#panel [name=routes]")
-    # A new step is named after its kind and given the recipe's first model alias.
-    actors = document_from_recipe(story)["actors"]
-    model = next(a for a, ref in actors.items() if not ref.startswith("@human:"))
+    add_step(page, "classify")
+    page.wait_for_selector("#panel [data-op=rt-add]")
+    # A new step is named after its kind and given the actor of the recipe's first LLM step.
+    steps = document_from_recipe(story)["steps"]
+    model = next(s["actor"] for s in steps if s.get("kind", "llm") == "llm")
     label = page.evaluate("branchline.cy.$(':selected').data('label')")
     assert label == f"New Classify\nClassify · {model}"

@@ -81,7 +81,7 @@ def test_the_editor_palette_and_catalog_hold_the_intent_kind_and_criteria_met(
 ) -> None:
     page = web.get(reverse("recipe-editor", args=[story.slug])).content.decode()
     assert 'data-add-step="intent"' in page
-    assert "+ Intent (request → success criteria)</button>" in page
+    assert "Add Intent (request → success criteria) step</span>" in page
     assert '"type": "criteria_met"' in page
 
 
