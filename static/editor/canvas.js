@@ -300,12 +300,14 @@ function followLabels(cy) {
     clearTimeout(timer);
     timer = setTimeout(() => spreadEdgeLabels(cy), 120);
   };
+  const big = cy.edges().length > ALL_UP_TO;
   cy.on("add remove data position", later);
-  if (cy.edges().length > ALL_UP_TO) cy.on("viewport", later); // the view decides which are spread
+  if (big) cy.on("viewport", later); // the view decides which are spread
   cy.on("mouseover", "edge", (evt) => evt.target.addClass("hovered"));
   cy.on("mouseout", "edge", (evt) => evt.target.removeClass("hovered"));
-  // Once the steps have their places (a layout on open may still be running).
-  placement.then(() => spreadEdgeLabels(cy));
+  // Once the steps have their places (a layout on open may still be running); a big graph's
+  // after it is first drawn.
+  placement.then(() => (big ? later() : spreadEdgeLabels(cy)));
 }
 
 const NAV_MARGIN = 8;

@@ -147,7 +147,9 @@ export function initOutline() {
     if (edge) selectElement(edge.id());
   });
   document.addEventListener("keydown", moveFocus);
-  drawOutline();
+  // The canvas comes first: the list of a thousand steps is drawn in the first quiet moment.
+  const idle = window.requestIdleCallback || ((fn) => setTimeout(fn, 0));
+  idle(() => drawPending || drawOutline(), { timeout: 500 });
   store.subscribe((event) => {
     if (event === "change") drawSoon();
   });

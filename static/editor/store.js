@@ -18,7 +18,7 @@ const EDIT_SETTLE_MS = 150;
 let cy = null;
 let ur = null;
 let meta = {};
-let savedJSON = "";
+let savedJSON = null; // the document as saved (stable JSON); null until first needed
 let revision = null;
 let dirty = false;
 let openElement = null;
@@ -112,7 +112,10 @@ export function init(options) {
   ur.action("add-elements", addElements, removeElements);
   ur.action("remove-elements", removeElements, addElements);
   ur.action("set-positions", setPositions, setPositions);
-  savedJSON = stableStringify(current().document);
+  // Writing the opened document out takes a while for a big recipe: it waits for a quiet
+  // moment after the page is ready, or for the first edit, whichever comes first.
+  const idle = window.requestIdleCallback || ((fn) => setTimeout(fn, 200));
+  idle(keepOpenedDocument);
   cy.on("afterDo afterUndo afterRedo", (evt) => {
     emit("change", { history: evt.type !== "afterDo" });
     clearTimeout(editTimer);
@@ -122,6 +125,11 @@ export function init(options) {
       emit("edited");
     }, EDIT_SETTLE_MS);
   });
+}
+
+/** Keep the document as opened as the saved one, before anything changes it. */
+function keepOpenedDocument() {
+  if (savedJSON === null) savedJSON = stableStringify(current().document);
 }
 
 // -- reading ---------------------------------------------------------------------------------
@@ -163,11 +171,13 @@ export function editing() {
 
 /** Change elements' data (`{id, data}` each; id "__meta__" changes `meta`), undoably. */
 export function change(changes) {
+  keepOpenedDocument();
   ur.do("apply-data", { changes: changes });
 }
 
 /** Add elements (Cytoscape JSON), undoably; with `newMeta`, replace `meta` in the same step. */
 export function add(json, newMeta) {
+  keepOpenedDocument();
   if (newMeta === undefined) {
     ur.do("add-elements", { json: json });
     return;
@@ -180,11 +190,13 @@ export function add(json, newMeta) {
 
 /** Remove steps and branches by id, with the branches leaving removed steps, undoably. */
 export function remove(ids) {
+  keepOpenedDocument();
   ur.do("remove-elements", { ids: ids });
 }
 
 /** Move nodes to `positions` from `before` (`{id, pos, moved}` each), undoably. */
 export function move(positions, before) {
+  keepOpenedDocument();
   ur.do("set-positions", { positions: positions, before: before });
 }
 
@@ -198,6 +210,7 @@ export function redo() {
 
 /** Work the dirty flag out now (not waiting for the edit to settle); return it. */
 export function checkDirty() {
+  keepOpenedDocument();
   dirty = stableStringify(current().document) !== savedJSON;
   emit("dirty", { dirty: dirty });
   return dirty;
