@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Max, Q, QuerySet
@@ -73,17 +75,29 @@ def actor_users(*, name: str) -> ActorUsers:
     """Return the recipes that use the actor called `name`.
 
     Published versions name actors in their document (`actors`: alias -> name), and every
-    run, live or finished, pins one: they are read from there. Drafts point at the row. A draft
-    snapshot (a test run's) counts as its draft does: it does not hold an actor's name.
+    run, live or finished, pins one: they are read from there. Drafts point at the row, but a
+    draft saved with errors names them in its document as written. A draft snapshot (a test
+    run's) counts as its draft does: it does not hold an actor's name.
     """
     versions = RecipeVersion.objects.published()
-    published = {
+    published = _named_in(versions.values_list("recipe__slug", "document__actors"), name)
+    unfinished = Recipe.objects.filter(draft_document__isnull=False)
+    drafts = _named_in(unfinished.values_list("slug", "draft_document__actors"), name)
+    drafts.update(
+        Recipe.objects.filter(draft_document__isnull=True, actor_aliases__actor__name=name)
+        .values_list("slug", flat=True)
+        .distinct()
+    )
+    return ActorUsers(tuple(sorted(published)), tuple(sorted(drafts)))
+
+
+def _named_in(slugs_and_actors: Iterable[tuple[str, Any]], name: str) -> set[str]:
+    """Return the slugs whose document's `actors` (alias -> name) names `name`."""
+    return {
         slug
-        for slug, actors in versions.values_list("recipe__slug", "document__actors")
+        for slug, actors in slugs_and_actors
         if isinstance(actors, dict) and name in actors.values()
     }
-    drafts = Recipe.objects.filter(actor_aliases__actor__name=name).values_list("slug", flat=True)
-    return ActorUsers(tuple(sorted(published)), tuple(sorted(set(drafts))))
 
 
 def _listed(slugs: tuple[str, ...]) -> str:

@@ -86,12 +86,7 @@ def recipe_update(
     Returns the lint warnings of the new draft.
     """
     checked = _check_draft(recipe, document)
-    with transaction.atomic():
-        current = Recipe.objects.select_for_update().get(pk=recipe.pk)
-        _check_revision(current, expected_revision, doing="saving")
-        current.revision += 1
-        write_recipe_rows(current, checked.document, checked.actors)
-    recipe.refresh_from_db()
+    _write_draft(recipe, checked, expected_revision)
     return engine.lint_recipe(checked.graph)
 
 
@@ -119,21 +114,43 @@ def recipe_draft_save(
     try:
         checked = _check_draft(recipe, document)
     except RecipeRejected as exc:
-        with transaction.atomic():
-            current = Recipe.objects.select_for_update().get(pk=recipe.pk)
-            _check_revision(current, expected_revision, doing="saving")
-            current.revision += 1
-            current.draft_document = {**document, "slug": recipe.slug}
-            current.save(update_fields=["revision", "draft_document", "updated_at"])
-        recipe.refresh_from_db()
+        _keep_unfinished(recipe, document, expected_revision)
         return DraftSaved(errors=exc.errors)
+    _write_draft(recipe, checked, expected_revision)
+    return DraftSaved(warnings=engine.lint_recipe(checked.graph))
+
+
+def _write_draft(recipe: Recipe, checked: CheckedDocument, expected_revision: int | None) -> None:
+    """Make the checked document the draft's rows, on the locked row, at the next revision."""
     with transaction.atomic():
         current = Recipe.objects.select_for_update().get(pk=recipe.pk)
         _check_revision(current, expected_revision, doing="saving")
         current.revision += 1
         write_recipe_rows(current, checked.document, checked.actors)
     recipe.refresh_from_db()
-    return DraftSaved(warnings=engine.lint_recipe(checked.graph))
+
+
+def _keep_unfinished(
+    recipe: Recipe, document: dict[str, Any], expected_revision: int | None
+) -> None:
+    """Keep a draft with errors as written, at the next revision; its rows keep the last draft
+    that was valid. Its name and description, where usable, are the recipe's (lists show them).
+    """
+    with transaction.atomic():
+        current = Recipe.objects.select_for_update().get(pk=recipe.pk)
+        _check_revision(current, expected_revision, doing="saving")
+        current.revision += 1
+        current.draft_document = {**document, "slug": recipe.slug}
+        name, description = document.get("name"), document.get("description", "")
+        longest = Recipe._meta.get_field("name").max_length or 0
+        if isinstance(name, str) and name.strip() and len(name) <= longest:
+            current.name = name
+        if isinstance(description, str):
+            current.description = description
+        current.save(
+            update_fields=["revision", "draft_document", "name", "description", "updated_at"]
+        )
+    recipe.refresh_from_db()
 
 
 def _unsaveable(recipe: Recipe, document: dict[str, Any]) -> list[str]:
@@ -219,7 +236,12 @@ def recipe_publish(
         locked = Recipe.objects.select_for_update().get(pk=recipe.pk)
         _check_revision(locked, expected_revision, doing="publishing")
         document = document_from_recipe(locked)
-        check_document(document)
+        checked = check_document(document)
+        if locked.draft_document is not None:
+            # A draft saved with errors that has become valid since (an actor it names was
+            # created): it becomes the draft's rows, and is published as they give it.
+            write_recipe_rows(locked, checked.document, checked.actors)
+            document = document_from_recipe(locked)
         published = locked.versions.published()
         last = published.order_by("-number").values_list("number", flat=True).first()
         return RecipeVersion.objects.create(
@@ -293,14 +315,29 @@ def actor_update(*, actor: Actor, changes: dict[str, Any]) -> Actor:
         refusal = actor_change_refusal(actor=locked, changes=changes)
         if refusal is not None:
             raise ActorInUse(f"{refusal[0]}: {refusal[1]}")
+        renamed_from = locked.name
         for field, value in changes.items():
             setattr(locked, field, value)
+        if locked.name != renamed_from:
+            _rename_in_unfinished_drafts(renamed_from, locked.name)
         # Checked again on the locked row: two changes made at once, each valid on the row it
         # read, may together make an actor that cannot run.
         if problems := locked.problems(resolve=False):
             raise ActorInvalid([f"{path}: {message}" for path, message in problems])
         locked.save()
     return locked
+
+
+def _rename_in_unfinished_drafts(old: str, new: str) -> None:
+    """Make the drafts saved with errors that name actor `old` name `new`, as rows follow a
+    rename through their foreign key."""
+    unfinished = Recipe.objects.select_for_update().filter(draft_document__isnull=False)
+    for recipe in unfinished.order_by("pk"):
+        actors = recipe.draft_document.get("actors")
+        if isinstance(actors, dict) and old in actors.values():
+            renamed = {alias: new if ref == old else ref for alias, ref in actors.items()}
+            recipe.draft_document = {**recipe.draft_document, "actors": renamed}
+            recipe.save(update_fields=["draft_document"])
 
 
 def actor_delete(*, actor: Actor) -> None:

@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from tests.factories import JUDGE, WRITER, ActorFactory
 from tests.workflows.test_api_garbage import DOCUMENT_GARBAGE
 from workflows.adapters import document_from_recipe
-from workflows.models import Recipe
+from workflows.models import Actor, Recipe
+from workflows.selectors import actor_users
 from workflows.services import recipe_draft_save, recipe_draft_snapshot, recipe_publish
 from workflows.validators import RecipeRejected
 
@@ -190,3 +192,65 @@ def test_every_page_of_any_draft_that_saved_answers(
         held = document_from_recipe(Recipe.objects.get(pk=recipe.pk))
         assert floats(held) == floats({**document, "slug": "short-story"})
         assert published.status_code == (400 if saved.json()["errors"] else 201)
+
+
+def test_a_draft_that_names_an_actor_created_later_publishes_as_rows(
+    api: Any, recipe: Recipe, doc: dict[str, Any], user: Any
+) -> None:
+    doc["actors"]["late"] = "arrives-later"
+    doc["steps"][0]["actor"] = "late"
+    saved = recipe_draft_save(recipe=recipe, document=doc)
+    assert saved.errors == ["actors.late: unknown actor 'arrives-later'"]
+    ActorFactory(name="arrives-later")
+
+    version = recipe_publish(recipe=recipe, user=user)
+
+    recipe.refresh_from_db()
+    assert recipe.draft_document is None
+    assert recipe.actor_aliases.get(alias="late").actor.name == "arrives-later"
+    assert version.document == document_from_recipe(recipe)
+    assert version.document["actors"]["late"] == "arrives-later"
+
+
+def test_an_actor_a_draft_with_errors_names_cannot_be_deleted_and_a_rename_reaches_it(
+    recipe: Recipe, doc: dict[str, Any], staff_api: Any
+) -> None:
+    writer = Actor.objects.get(name=doc["actors"]["writer"])
+    recipe_draft_save(recipe=recipe, document=broken(doc))
+
+    deleted = staff_api.delete(f"/api/actors/{writer.pk}/")
+    renamed = staff_api.patch(f"/api/actors/{writer.pk}/", {"name": "new-writer"}, format="json")
+
+    assert deleted.status_code == 409
+    assert "short-story" in deleted.json()["errors"][0]
+    assert renamed.status_code == 200, renamed.content
+    recipe.refresh_from_db()
+    assert recipe.draft_document["actors"]["writer"] == "new-writer"
+
+
+def test_an_actor_only_the_rows_of_a_draft_with_errors_name_is_not_held_by_them(
+    recipe: Recipe, doc: dict[str, Any]
+) -> None:
+    doc["actors"] = {"other": JUDGE}
+    doc["steps"][0]["actor"] = "other"
+    recipe_draft_save(recipe=recipe, document=broken(doc))
+
+    users = actor_users(name=WRITER)
+
+    assert users.drafts == ()
+
+
+def test_a_draft_with_errors_renames_the_recipe(
+    api: Any, recipe: Recipe, doc: dict[str, Any]
+) -> None:
+    draft = broken({**doc, "name": "New name", "description": "Now longer"})
+
+    response = api.put(RECIPE, {"document": draft, "revision": 1}, format="json")
+
+    assert response.json()["name"] == "New name"
+    recipe.refresh_from_db()
+    assert (recipe.name, recipe.description) == ("New name", "Now longer")
+    # A name the recipe cannot take stays where it was, in the document only.
+    api.put(RECIPE, {"document": {**draft, "name": ""}, "revision": 2}, format="json")
+    recipe.refresh_from_db()
+    assert recipe.name == "New name"
