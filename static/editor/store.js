@@ -63,6 +63,14 @@ function applyData(args) {
 
 function addElements(args) {
   const json = args.json.map(clone);
+  const adding = new Set(json.filter((j) => j.group === "nodes").map((j) => j.data.id));
+  json.forEach((j) => {
+    // An edge kept when it was taken away may lead to a placeholder of a missing step that is
+    // gone now: it starts on its own step, and syncEdges draws the placeholder again.
+    if (j.group === "edges" && !adding.has(j.data.target) && cy.getElementById(j.data.target).empty()) {
+      j.data.target = j.data.source;
+    }
+  });
   cy.add(json);
   cy.batch(() => json.forEach((j) => refreshElement(cy.getElementById(j.data.id))));
   syncEdges(cy);

@@ -13,7 +13,7 @@ from tests.e2e.test_everywhere import axe_violations
 from tests.editor.conftest import story_document
 from workflows.adapters import document_from_recipe
 from workflows.models import Recipe
-from workflows.services import recipe_import
+from workflows.services import recipe_draft_save, recipe_import
 
 from .conftest import BrowserPage
 from .editor_page import canvas_point, wait_saved, wait_settled
@@ -33,6 +33,16 @@ def select_step(page: Any, key: str) -> None:
     wait_settled(page)
     # Keys go to the canvas, as after a click on it.
     page.focus("#cy")
+
+
+def save_now(page: Any) -> None:
+    """Save with the button and wait until it is saved (with errors or not)."""
+    wait_settled(page)
+    page.click("#btn-save")
+    page.wait_for_function(
+        "!branchline.dirty && document.getElementById('save-state').textContent.startsWith('Saved')"
+    )
+    wait_settled(page)
 
 
 def saved_document(recipe: Recipe) -> dict[str, Any]:
@@ -210,13 +220,21 @@ def test_steps_pasted_into_another_recipe_bring_the_actor_aliases_they_name(
     page = browser_page.open_editor(other.slug)
     page.focus("#cy")
     page.keyboard.press("Control+v")
-    page.click("#btn-save")
-    wait_saved(page)
+    save_now(page)
 
     saved = saved_document(other)
     assert [s["key"] for s in saved["steps"]] == ["write_copy"]
     # The step's actor and the judge of its branch come along; the reviewers it does not name do not.
     assert saved["actors"] == {"writer": "editor-writer", "judge": "editor-judge"}
+    # One undo takes back the steps and the aliases together; a redo brings both again.
+    page.focus("#cy")
+    page.keyboard.press("Control+z")
+    save_now(page)
+    assert (saved_document(other)["steps"], saved_document(other)["actors"]) == ([], {})
+    page.focus("#cy")
+    page.keyboard.press("Control+Shift+z")
+    save_now(page)
+    assert saved_document(other)["actors"] == saved["actors"]
 
 
 def test_a_new_llm_step_starts_with_the_recipes_writer_not_its_judge(
@@ -253,3 +271,27 @@ def test_the_step_list_is_drawn_from_the_graph_as_text_and_follows_edits(
     assert page.inner_text("#outline h2") == "Steps (3)"
     page.keyboard.press("Control+z")
     page.wait_for_function("!document.querySelector('#outline [data-path=\"steps[2]\"]')")
+
+
+def test_a_step_with_a_branch_to_a_missing_step_deletes_undoes_and_redoes(
+    browser_page: BrowserPage, story: Recipe
+) -> None:
+    doc = document_from_recipe(story)
+    doc["steps"][1]["branches"][0]["target"] = "not_drawn_yet"
+    doc["steps"][1]["branches"][0]["action"] = "CONTINUE"
+    assert recipe_draft_save(recipe=story, document=doc).errors
+    page = browser_page.open_editor(story.slug)
+    missing = "branchline.cy.nodes('[kind = \"missing\"]').map((n) => n.data('label'))"
+    assert page.evaluate(missing) == ["missing: not_drawn_yet"]
+
+    select_step(page, "review")
+    page.keyboard.press("Delete")
+    # Its own branch's placeholder goes with it; the branch that led to it now leads nowhere.
+    assert page.evaluate(missing) == ["missing: review"]
+    page.keyboard.press("Control+z")
+    assert page.evaluate(missing) == ["missing: not_drawn_yet"]
+    page.keyboard.press("Control+Shift+z")
+    page.keyboard.press("Control+z")
+
+    assert ["approved", "not_drawn_yet", "missing"] in page.evaluate(BRANCHES_OF, "review")
+    assert browser_page.errors == []
