@@ -23,7 +23,6 @@ from workflows.engine.templating import (
 from workflows.models import Actor, Recipe
 from workflows.validators import HUMAN_PREFIX, RecipeRejected, check_document
 
-from .catalog import canonical_action
 from .models import RecipeTest
 
 _PATH = re.compile(r"^steps\[(\d+)\](?:\.branches\[(\d+)\])?")
@@ -90,8 +89,6 @@ class OutlineBranch:
     name: str
     priority: Any
     summary: str
-    action: str
-    target: str
     active: bool
 
 
@@ -99,9 +96,6 @@ class OutlineBranch:
 class OutlineStep:
     index: int
     key: str
-    name: str
-    kind: str
-    actor: str
     branches: list[OutlineBranch] = field(default_factory=list)
 
 
@@ -109,41 +103,18 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def effective_target(branch: dict[str, Any], step_key: str, last_key: str) -> str:
-    """Return where a branch leads, as drawn: a step key, `@repeat`, `@end` or `@complete`."""
-    action = canonical_action(_text(branch.get("action")))
-    target = _text(branch.get("target"))
-    if action in {"REQUEST_MORE_DETAIL", "ENHANCE_PROMPT", "RETRY_WITH_DIFFERENT_ACTOR"}:
-        return "@repeat"
-    if action == "END_RECIPE":
-        return "@end"
-    if action == "SKIP_TO_END" and not target:
-        return last_key
-    if target == step_key:
-        return "@repeat"
-    return target
-
-
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
 def document_outline(document: dict[str, Any]) -> list[OutlineStep]:
-    """Return the steps in sequence order with their branches in the order the document lists."""
-    steps = [s for s in _list(document.get("steps")) if isinstance(s, dict)]
-    last_key = _text(steps[-1].get("key")) if steps else ""
+    """Return the steps in sequence order with their branches in the order the document lists
+    (the step panel's branch list and the test coverage read it; the page draws its own)."""
     outline = []
     for i, step in enumerate(_list(document.get("steps"))):
         if not isinstance(step, dict):
             continue
-        key = _text(step.get("key"))
-        row = OutlineStep(
-            index=i,
-            key=key,
-            name=_text(step.get("name")) or key,
-            kind=_text(step.get("kind")) or "llm",
-            actor=_text(step.get("actor")),
-        )
+        row = OutlineStep(index=i, key=_text(step.get("key")))
         for j, branch in enumerate(_list(step.get("branches"))):
             if not isinstance(branch, dict):
                 continue
@@ -153,8 +124,6 @@ def document_outline(document: dict[str, Any]) -> list[OutlineStep]:
                     name=_text(branch.get("name")),
                     priority=branch.get("priority"),
                     summary=engine.condition_summary(branch.get("when")),
-                    action=_text(branch.get("action")),
-                    target=effective_target(branch, key, last_key),
                     active=branch.get("active", True) is not False,
                 )
             )

@@ -19,7 +19,7 @@ from typing import Any
 
 from workflows.engine.conditions.logical import LOGICAL_TYPES, SEVERAL_OPERANDS, logical_kind
 from workflows.engine.conditions.numeric import NUMERIC_OPERATOR_NAMES
-from workflows.engine.decision_tree import TREE_CONDITIONS, tree_root, validate_tree
+from workflows.engine.decision_tree import LIST_FIELDS, PLAIN_TYPES, tree_root, validate_tree
 from workflows.engine.vocabulary import COMPLETE, END
 from workflows.validators import whole_number
 
@@ -34,8 +34,7 @@ MAX_OPERANDS = 50
 MAX_ROUTES = 100
 MAX_EXAMPLES = 50
 
-PLAIN_TREE_TYPES = (*TREE_CONDITIONS, "check_count")
-TREE_CONDITION_TYPES = (*PLAIN_TREE_TYPES, *LOGICAL_TYPES)
+TREE_CONDITION_TYPES = (*PLAIN_TYPES, *LOGICAL_TYPES)
 TREE_CONDITION_LABELS = {
     "check_safety": "Has unsafe pages",
     "check_pii": "Has high-risk PII",
@@ -44,10 +43,6 @@ TREE_CONDITION_LABELS = {
     "and": "All of (and)",
     "or": "Any of (or)",
     "not": "Not",
-}
-LIST_FIELDS = {
-    "check_pii": ("pii_types", "exclude_types"),
-    "check_keywords": ("keywords",),
 }
 LIST_LABELS = {
     "pii_types": "PII types (comma separated; empty: any)",
@@ -156,7 +151,7 @@ class NodeView:
 
 def _condition_view(condition: Mapping[str, Any], path: str) -> ConditionView:
     kind = condition.get("type")
-    logical = logical_kind(kind, condition.get("operator"), PLAIN_TREE_TYPES)
+    logical = logical_kind(kind, condition.get("operator"), PLAIN_TYPES)
     if logical is not None:
         operands = condition.get("conditions") or []
         return ConditionView(
@@ -244,10 +239,10 @@ def _read_condition(data: Any, path: str, base: Any, depth: int) -> dict[str, An
         return _plain_condition(data, prefix, kind, base, fresh=prev != kind)
     if prev not in LOGICAL_TYPES:
         # A condition turned into and/or/not becomes its first operand.
-        operand = _plain_condition(data, prefix, prev, base, fresh=prev not in PLAIN_TREE_TYPES)
+        operand = _plain_condition(data, prefix, prev, base, fresh=prev not in PLAIN_TYPES)
         return {"type": kind, "conditions": [operand]}
     base_kind = (
-        logical_kind(base.get("type"), base.get("operator"), PLAIN_TREE_TYPES)
+        logical_kind(base.get("type"), base.get("operator"), PLAIN_TYPES)
         if isinstance(base, Mapping)
         else None
     )

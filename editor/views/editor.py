@@ -84,11 +84,15 @@ def bad_request(exc: Exception) -> HttpResponse:
     return HttpResponseBadRequest(f"The editor sent something unexpected ({exc}). Reload the page.")
 
 
-def editor_config(recipe: Recipe) -> dict[str, Any]:
+def editor_config(recipe: Recipe, user_id: int) -> dict[str, Any]:
     slug = recipe.slug
     return {
         "slug": slug,
         "revision": recipe.revision,
+        # Saved with errors (kept as written): the save state says so until they are fixed.
+        "unfinished": recipe.draft_document is not None,
+        # Copied steps are kept per user in the browser (clipboard.js).
+        "user": user_id,
         "urls": {
             "check": reverse("recipe-check", args=[slug]),
             "stepPanel": reverse("recipe-step-panel", args=[slug]),
@@ -120,7 +124,7 @@ def recipe_editor(request: HttpRequest, slug: str) -> HttpResponse:
         {
             "recipe": recipe,
             "document": document,
-            "config": editor_config(recipe),
+            "config": editor_config(recipe, request.user.pk),
             # The canvas labels, the step kinds offered: drawn from the engine's catalog.
             "catalog": catalog(),
             "latest_version": latest,
@@ -131,7 +135,7 @@ def recipe_editor(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def recipe_check(request: HttpRequest, slug: str) -> HttpResponse:
-    """Lint the posted document; answer with the lint panel and the step/branch list."""
+    """Lint the posted document; answer with the lint panel."""
     recipe = editable_recipe(request, slug)
     try:
         document = posted_document(request, recipe)
@@ -140,7 +144,7 @@ def recipe_check(request: HttpRequest, slug: str) -> HttpResponse:
     problems = document_problems(document)
     return render(
         request,
-        "editor/recipe_editor.html#check",
+        "editor/recipe_editor.html#lint",
         {
             "recipe": recipe,
             "problems": problems,

@@ -1,8 +1,8 @@
 /*
  * clipboard.js: copy, paste and duplicate steps with their branches.
  *
- * Copied steps are kept in this browser's localStorage (with the actor aliases they name), so
- * they paste into another tab or another recipe too; a pasted alias the recipe lacks is added
+ * Copied steps are kept in this browser's localStorage, for the user who copied them (with the
+ * actor aliases they name), so they paste into another tab or another recipe too; a pasted alias the recipe lacks is added
  * to it, one it has already keeps its own meaning. Pasting and duplicating are one undoable
  * edit each.
  */
@@ -10,7 +10,8 @@ import { selectElement } from "./canvas.js";
 import { aliasesNamed, pastedElements, stepDocuments } from "./recipe-graph.js";
 import * as store from "./store.js";
 
-const STORAGE_KEY = "branchline.clipboard";
+// One clipboard a user: another account signed in on this browser does not see it.
+let storageKey = "branchline.clipboard";
 const FORMAT = "branchline.steps/v1";
 // A copy is placed this far below and right of its original (again, while that spot is taken).
 const NUDGE = 40;
@@ -23,7 +24,7 @@ function selectedSteps() {
 
 function readClipboard() {
   try {
-    const raw = window.localStorage.getItem(STORAGE_KEY);
+    const raw = window.localStorage.getItem(storageKey);
     const data = raw ? JSON.parse(raw) : kept;
     return data && data.format === FORMAT && Array.isArray(data.steps) && data.steps.length ? data : null;
   } catch (exc) {
@@ -43,7 +44,7 @@ export function copySelection() {
   const steps = stepDocuments(nodes);
   kept = { format: FORMAT, steps: steps, actors: aliasesNamed(steps, store.metaCopy().actors || {}) };
   try {
-    window.localStorage.setItem(STORAGE_KEY, JSON.stringify(kept));
+    window.localStorage.setItem(storageKey, JSON.stringify(kept));
   } catch (exc) {
     // Kept in this page only.
   }
@@ -96,4 +97,8 @@ export function paste(at) {
 export function duplicateSelection() {
   const nodes = selectedSteps();
   return nodes.empty() ? 0 : place(stepDocuments(nodes), {}, null);
+}
+
+export function initClipboard(config) {
+  storageKey = "branchline.clipboard." + config.user;
 }

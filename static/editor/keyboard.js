@@ -1,6 +1,6 @@
 /*
- * keyboard.js: the editor's shortcuts: Ctrl+S saves, Ctrl+K opens the palette; outside text
- * fields, `/` opens the palette, Delete removes the selection, Ctrl+C / Ctrl+V / Ctrl+D copy,
+ * keyboard.js: the editor's shortcuts: Ctrl+S saves; outside text fields (where these keys
+ * edit text), `/` and Ctrl+K open the palette, Delete removes the selection, Ctrl+C / Ctrl+V / Ctrl+D copy,
  * paste and duplicate steps, Ctrl+Z undoes, Ctrl+Shift+Z and Ctrl+Y redo.
  */
 import { copySelection, duplicateSelection, paste } from "./clipboard.js";
@@ -26,14 +26,9 @@ function onKey(evt) {
     save(false);
     return;
   }
-  if (mod && isLetter(evt, "k")) {
-    evt.preventDefault();
-    openPalette();
-    return;
-  }
   const t = evt.target;
   if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
-  if (evt.key === "/" && !mod) {
+  if ((evt.key === "/" && !mod) || (mod && isLetter(evt, "k"))) {
     evt.preventDefault();
     openPalette();
   } else if (mod && !evt.shiftKey && isLetter(evt, "c") && !textSelected()) {

@@ -7,6 +7,7 @@
  */
 import { toElements } from "./recipe-graph.js";
 import { createCanvas, edgeByName, initCanvas, initNavigator, nodeByKey, placed } from "./canvas.js";
+import { initClipboard } from "./clipboard.js";
 import { initConnect } from "./connect.js";
 import { initContextMenu } from "./context-menu.js";
 import { initPalette } from "./palette.js";
@@ -41,6 +42,7 @@ initPanels(config);
 initBranchOrder();
 initOutline();
 initToolbar();
+initClipboard(config);
 initPalette();
 initContextMenu();
 initKeyboard();

@@ -426,25 +426,29 @@ function freeKey(taken, base) {
  * its copy; any other still leads where it did (a step missing here shows as missing).
  */
 export function pastedElements(cy, steps, offset) {
-  const taken = {};
-  const idByKey = {};
+  // Keys are the authors' words ("constructor" too): maps without a prototype hold them.
+  const taken = Object.create(null);
+  const idByKey = Object.create(null);
   stepNodes(cy).forEach((n) => {
     taken[n.data("key")] = true;
     if (!(n.data("key") in idByKey)) idByKey[n.data("key")] = n.id();
   });
-  const renamed = {};
-  steps.forEach((step) => {
-    const key = freeKey(taken, text(step.key) + "_copy");
+  const renamed = Object.create(null);
+  const newKeys = steps.map((step) => {
+    // A step saved without a key yet (a draft with errors) is copied as step_copy.
+    const key = freeKey(taken, (text(step.key) || "step") + "_copy");
     taken[key] = true;
-    renamed[step.key] = key;
+    if (text(step.key)) renamed[step.key] = key;
+    return key;
   });
   const first = cy.nodes('[kind = "step"]').length;
   const nodes = steps.map((doc, i) => {
     const step = stepData(doc);
-    step.key = renamed[doc.key];
+    step.key = newKeys[i];
     step.name = text(doc.name) + " (copy)";
     if (step.kind === "decision_tree") {
-      const targets = Object.assign({}, step.leaf_targets || {});
+      const given = step.leaf_targets && typeof step.leaf_targets === "object" ? step.leaf_targets : {};
+      const targets = Object.assign(Object.create(null), given);
       leafNames(step.tree).forEach((leaf) => {
         const target = leaf in targets ? targets[leaf] : leaf;
         if (renamed[target]) targets[leaf] = renamed[target];

@@ -27,8 +27,18 @@ export function inFlight() {
   return saving !== null;
 }
 
+// How many errors the saved draft has: 0, a count from the last save, or -1 for some (a draft
+// opened as saved with errors: the problems panel counts them).
+let savedErrors = 0;
+
+function savedText() {
+  if (!savedErrors) return "Saved";
+  const count = savedErrors > 0 ? savedErrors + (savedErrors === 1 ? " error" : " errors") : "errors";
+  return "Saved with " + count + " (fix to publish)";
+}
+
 function showDirty(dirty) {
-  saveState.textContent = dirty ? "● Unsaved changes" : "Saved";
+  saveState.textContent = dirty ? "● Unsaved changes" : savedText();
   saveState.classList.toggle("dirty", dirty);
   document.title = (dirty ? "● " : "") + document.title.replace(/^● /, "");
 }
@@ -53,11 +63,6 @@ function showSaveErrors(errors) {
   saveErrors.hidden = false;
 }
 
-// A draft saved with errors is saved: say so, and that publishing waits for them.
-function showSavedErrors(count) {
-  if (!count) return;
-  saveState.textContent = "Saved with " + count + (count === 1 ? " error" : " errors") + " (fix to publish)";
-}
 
 /** Save a moment after the last edit, unless a conflict waits for the author's choice. */
 function scheduleAutosave() {
@@ -100,7 +105,9 @@ function saveNow(force) {
       store.markSaved(current.document, data.revision);
       conflict.hidden = true;
       saveErrors.hidden = true;
-      if (!store.checkDirty()) showSavedErrors((data.errors || []).length);
+      // A draft saved with errors is saved: the state says so, and that publishing waits.
+      savedErrors = (data.errors || []).length;
+      store.checkDirty();
       return true;
     }
     store.checkDirty();
@@ -158,6 +165,8 @@ function closest(evt, selector) {
 
 export function initSaving(config) {
   saveUrl = config.urls.save;
+  savedErrors = config.unfinished ? -1 : 0;
+  showDirty(false);
   initAutosave();
   store.subscribe((event, detail) => {
     if (event === "dirty") showDirty(detail.dirty);

@@ -39,7 +39,7 @@ def test_a_draft_with_an_error_saves_and_reloads(browser_page: BrowserPage, stor
     page.wait_for_selector("#lint .problem.error")
     assert "steps[0].branches[3].target" in page.inner_text("#lint")
     page.wait_for_function("branchline.edgeByName('write', 'to_review').hasClass('has-error')")
-    assert page.inner_text("#save-state") == "Saved"
+    assert page.inner_text("#save-state") == "Saved with errors (fix to publish)"
     assert page.evaluate("branchline.nodeByKey('review').empty()")
     browser_page.screenshot("reloaded-with-an-error")
 

@@ -15,6 +15,8 @@ from workflows.engine.vocabulary import (
     END,
     REPEAT,
     REPEAT_ACTIONS,
+    SUFFIX_PARAMS,
+    repeats_step,
 )
 
 DecisionKind = Literal["goto", "repeat", "retry_actor", "end", "complete", "fail"]
@@ -40,7 +42,7 @@ class Move:
 
 def is_bounded(branch: BranchSpec) -> bool:
     """Tell whether taking `branch` runs its step again, so `max_retries` bounds it."""
-    return branch.target == REPEAT or branch.action in REPEAT_ACTIONS
+    return repeats_step(branch.action, branch.target)
 
 
 def retry_limit(branch: BranchSpec) -> int:
@@ -49,11 +51,8 @@ def retry_limit(branch: BranchSpec) -> int:
     return DEFAULT_MAX_RETRIES if explicit is None else explicit
 
 
-_SUFFIX_PARAMS = {"REQUEST_MORE_DETAIL": "retry_suffix", "ENHANCE_PROMPT": "prompt_enhancement"}
-
-
 def _suffix(branch: BranchSpec) -> str | None:
-    key = _SUFFIX_PARAMS.get(branch.action)
+    key = SUFFIX_PARAMS.get(branch.action)
     value = branch.params.get(key) if key else None
     return value if isinstance(value, str) and value else None
 

@@ -20,8 +20,8 @@ from workflows.engine.vocabulary import (
     ACTION_PARAMS,
     MAX_RETRIES_PARAM,
     OUTCOMES,
-    REPEAT,
     REPEAT_ACTIONS,
+    repeats_step,
 )
 
 # A branch field of its own: what taking the branch says of the step's attempt.
@@ -41,9 +41,7 @@ COUNTS_AS = FieldSpec(
 def action_params(action: str, *, target: str) -> tuple[str, ...]:
     """Return the `params` a branch with `action` (canonical) and `target` reads."""
     params = ACTION_PARAMS.get(action, ())
-    if action in REPEAT_ACTIONS or target == REPEAT:
-        params += (MAX_RETRIES_PARAM,)
-    return params
+    return (*params, MAX_RETRIES_PARAM) if repeats_step(action, target) else params
 
 
 def catalog() -> dict[str, Any]:
@@ -59,7 +57,6 @@ def catalog() -> dict[str, Any]:
                 "label": label,
                 "repeats": name in REPEAT_ACTIONS,
                 "counts_as": default_outcome(name),
-                "params": list(action_params(name, target="")),
             }
             for name, label in ACTION_LABELS.items()
         ],

@@ -29,7 +29,12 @@ TREE_CONDITIONS: dict[str, str] = {
     "check_pii": "has_high_risk_pii",
     "check_keywords": "has_keywords",
 }
-_PLAIN_TYPES = (*TREE_CONDITIONS, "check_count")
+# The tree's condition types that are not combinations, and the list-of-text fields they read.
+PLAIN_TYPES = (*TREE_CONDITIONS, "check_count")
+LIST_FIELDS: dict[str, tuple[str, ...]] = {
+    "check_pii": ("pii_types", "exclude_types"),
+    "check_keywords": ("keywords",),
+}
 # Deeper trees are refused: they are mistakes, and walking them would exhaust the stack.
 MAX_DEPTH = 64
 MAX_NODES = 2000
@@ -146,7 +151,7 @@ class _TreeChecker:
                 f"{path}.type: is required" if kind is None else f"{path}.type: must be a string"
             )
             return
-        logical = logical_kind(kind, op, _PLAIN_TYPES)
+        logical = logical_kind(kind, op, PLAIN_TYPES)
         if logical is not None:
             operands = condition.get("conditions")
             problem = operands_problem(logical, operands)
@@ -161,7 +166,7 @@ class _TreeChecker:
             expected = TREE_CONDITIONS[kind]
             if op is not None and op != expected:
                 errors.append(f"{path}.operator: unknown operator {op!r}; {kind} takes {expected}")
-            for key in ("pii_types", "exclude_types", "keywords"):
+            for key in LIST_FIELDS.get(kind, ()):
                 value = condition.get(key)
                 if value is not None and not (
                     isinstance(value, list) and all(isinstance(v, str) for v in value)
@@ -183,7 +188,7 @@ class _TreeChecker:
             if isinstance(value, bool) or not isinstance(value, int | float):
                 errors.append(f"{path}.value: must be a number, got {value!r}")
             return
-        known = ", ".join([*_PLAIN_TYPES, "and", "or", "not"])
+        known = ", ".join([*PLAIN_TYPES, "and", "or", "not"])
         errors.append(f"{path}.type: unknown condition type {kind!r}; expected one of: {known}")
 
 
@@ -208,7 +213,7 @@ def evaluate_tree(tree: Mapping[str, Any], facts: Mapping[str, object]) -> TreeO
 
 def _evaluate(condition: Mapping[str, Any], facts: Mapping[str, object]) -> tuple[bool, str]:
     kind = condition["type"]
-    logical = logical_kind(kind, condition.get("operator"), _PLAIN_TYPES)
+    logical = logical_kind(kind, condition.get("operator"), PLAIN_TYPES)
     if logical is not None:
         return combine(logical, condition["conditions"], _evaluate, facts)
     if kind == "check_safety":

@@ -78,7 +78,9 @@ MEASURES: dict[str, Callable[[Condition], Measure]] = {
 }
 
 
-def _compared(operator: str, n: float) -> tuple[Interval, ...]:
+def _compared(operator: str, n: float) -> tuple[Interval, ...] | None:
+    """Return the values `value OPERATOR n` matches; None for an operator not known here (a
+    branch read as matching nothing would be warned about wrongly)."""
     below, above = Interval(-INF, False, n, False), Interval(n, False, INF, False)
     return {
         "less_than": (below,),
@@ -87,7 +89,7 @@ def _compared(operator: str, n: float) -> tuple[Interval, ...]:
         "greater_equal": (Interval(n, True, INF, False),),
         "equals": (Interval(n, True, n, True),),
         "not_equals": (below, above),
-    }.get(operator, ())
+    }.get(operator)
 
 
 def _is_empty(i: Interval) -> bool:
@@ -157,7 +159,8 @@ def _values(condition: Condition) -> tuple[Measure, Values] | None:
     number = as_number(condition.value)
     if measure_of is None or number is None or isinstance(condition.value, list | tuple | dict):
         return None
-    return measure_of(condition), Values(_compared(condition.operator, number))
+    matched = _compared(condition.operator, number)
+    return None if matched is None else (measure_of(condition), Values(matched))
 
 
 def _has_value(measure: Measure, intervals: tuple[Interval, ...]) -> bool:

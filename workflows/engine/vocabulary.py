@@ -36,11 +36,14 @@ ACTION_OUTCOMES: dict[str, str] = {
 }
 # Actions that always run the same step again, whatever target names.
 REPEAT_ACTIONS = frozenset({"REQUEST_MORE_DETAIL", "ENHANCE_PROMPT", "RETRY_WITH_DIFFERENT_ACTOR"})
-# The `params` an action reads; `max_retries` besides bounds every branch that runs its step
-# again (a repeat action, or the target @repeat).
+# The `params` an action reads: the suffix a repeat appends to its prompt, the actor a retry
+# asks; `max_retries` besides bounds every branch that runs its step again (`repeats_step`).
+SUFFIX_PARAMS: dict[str, str] = {
+    "REQUEST_MORE_DETAIL": "retry_suffix",
+    "ENHANCE_PROMPT": "prompt_enhancement",
+}
 ACTION_PARAMS: dict[str, tuple[str, ...]] = {
-    "REQUEST_MORE_DETAIL": ("retry_suffix",),
-    "ENHANCE_PROMPT": ("prompt_enhancement",),
+    **{action: (param,) for action, param in SUFFIX_PARAMS.items()},
     "RETRY_WITH_DIFFERENT_ACTOR": ("alternative_actor",),
 }
 MAX_RETRIES_PARAM = "max_retries"
@@ -54,6 +57,12 @@ REPEAT = "@repeat"
 END = "@end"
 COMPLETE = "@complete"
 SPECIAL_TARGETS: tuple[str, ...] = (REPEAT, END, COMPLETE)
+
+
+def repeats_step(action: str, target: str) -> bool:
+    """Tell whether a branch with `action` (canonical) and `target` runs its step again."""
+    return target == REPEAT or action in REPEAT_ACTIONS
+
 
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_MAX_STEPS = 100
