@@ -26,6 +26,9 @@ WIDTH = 720
 _FONT = 12
 # Roughly how wide a character of the 12px labels is, to lay out legends and cut long labels.
 _CHAR_WIDTH = 6.6
+# Row labels are cut to fit left of the plot by a wider average letter than elsewhere: names
+# of actors run to wide letters ("mathematician"), and a label too long is clipped, not cut.
+_WIDE_CHAR_WIDTH = 7.6
 _LEFT_AXIS = 56  # room for the value labels of vertical charts
 _ROW_LABEL = 170  # room for the row labels of horizontal charts
 _PALETTE = (
@@ -386,7 +389,7 @@ class _Canvas:
             self.text(x, bottom + 16, _shorten(categories[i], longest), "middle")
 
     def row_label(self, label: str, y: float) -> None:
-        short = _shorten(label, int((self.plot_left - 10) / _CHAR_WIDTH))
+        short = _shorten(label, int((self.plot_left - 10) / _WIDE_CHAR_WIDTH))
         title = f"<title>{escape(label)}</title>" if short != label else ""
         self.parts.append(
             f'<text x="{self.plot_left - 8:.1f}" y="{y + 4:.1f}" text-anchor="end" '
