@@ -147,7 +147,7 @@ def measure(url: str, runs: int) -> tuple[list[float], dict[str, Any]]:
         # first lint answer is in.
         page.wait_for_function("branchline.settled()", timeout=60000)
         page.evaluate(
-            "branchline.cy.zoom(1); branchline.cy.center(branchline.nodeByKey('step_001'))"
+            "branchline.cy.zoom(1); branchline.cy.center(branchline.nodeByKey('step_001')); null"
         )
         box = page.locator("#cy").bounding_box()
         point = page.evaluate(

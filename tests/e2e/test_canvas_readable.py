@@ -167,7 +167,7 @@ def test_clicking_a_step_off_screen_in_the_step_list_brings_it_into_view(
     page = browser_page.open_editor("creative-writing-qc")
     wait_view(page)
     # Pan far away so no step is on screen.
-    page.evaluate("branchline.cy.pan({x: -20000, y: -20000})")
+    page.evaluate("branchline.cy.pan({x: -20000, y: -20000}); null")
 
     page.click('#outline .outline-item[data-path="steps[0]"]')
 
@@ -191,7 +191,7 @@ def test_a_crowded_branch_label_is_hidden_until_the_branch_is_hovered(
     assert page.evaluate(f"{crowded}.nonempty()")
     assert page.evaluate(f"parseFloat({crowded}.style('text-opacity'))") == 0
 
-    page.evaluate(f"{crowded}.emit('mouseover')")
+    page.evaluate(f"{crowded}.emit('mouseover'); null")
 
     assert page.evaluate(f"parseFloat({crowded}.style('text-opacity'))") == 1
     browser_page.screenshot("crowded-label-hovered")

@@ -162,7 +162,7 @@ def test_copied_steps_that_lead_to_each_other_lead_to_each_others_copies(
     browser_page: BrowserPage, story: Recipe
 ) -> None:
     page = browser_page.open_editor(story.slug)
-    page.evaluate("branchline.cy.nodes('[kind = \"step\"]').select()")
+    page.evaluate("branchline.cy.nodes('[kind = \"step\"]').select(); null")
     page.focus("#cy")
 
     page.keyboard.press("Control+c")
@@ -171,7 +171,7 @@ def test_copied_steps_that_lead_to_each_other_lead_to_each_others_copies(
     branches = page.evaluate(BRANCHES_OF, "write_copy")
     assert ["to_review", "review_copy", "review_copy"] in branches
     # Pasting again places another copy apart from the first.
-    page.evaluate("branchline.cy.nodes('[kind = \"step\"]').unselect()")
+    page.evaluate("branchline.cy.nodes('[kind = \"step\"]').unselect(); null")
     page.focus("#cy")
     page.keyboard.press("Control+v")
     assert page.evaluate(STEP_KEYS)[-2:] == ["write_copy_2", "review_copy_2"]

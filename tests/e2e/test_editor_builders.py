@@ -30,7 +30,9 @@ def demos(e2e_user: Any) -> None:
 
 def open_step(page: Any, key: str, ready: str) -> None:
     wait_settled(page)
-    page.evaluate(f"branchline.cy.elements().unselect(); branchline.nodeByKey('{key}').select()")
+    page.evaluate(
+        f"branchline.cy.elements().unselect(); branchline.nodeByKey('{key}').select(); null"
+    )
     page.wait_for_selector(ready)
     wait_settled(page)
 

@@ -22,7 +22,9 @@ def test_a_draft_with_an_error_saves_and_reloads(browser_page: BrowserPage, stor
 
     # Deleting the review step leaves the branch that led to it with no target: an error.
     # The edit is autosaved anyway, as written.
-    page.evaluate("branchline.cy.elements().unselect(); branchline.nodeByKey('review').select()")
+    page.evaluate(
+        "branchline.cy.elements().unselect(); branchline.nodeByKey('review').select(); null"
+    )
     click_settled(page, "#btn-delete")
     page.wait_for_function(SAVED_WITH_ERRORS)
     assert "1 error" in page.inner_text("#save-state")
