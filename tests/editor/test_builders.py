@@ -4,20 +4,22 @@ without JSON and written back unchanged when nothing was changed; the JSON view 
 from __future__ import annotations
 
 import copy
-import io
 import json
 from html import unescape
 from html.parser import HTMLParser
 from typing import Any
 
 import pytest
-from django.core.management import call_command
+from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import reverse
 
 from editor.forms.builders import read_routes, read_tree
 from workflows.adapters import document_from_recipe
-from workflows.models import Recipe
+from workflows.demo import REVIEWER_GROUP, recipe_files
+from workflows.demo.actors import DEMO_ACTORS
+from workflows.models import Actor, Recipe
+from workflows.services import recipe_import
 
 from .conftest import htmx_post
 
@@ -75,9 +77,13 @@ def form_fields(html: str) -> dict[str, str]:
 
 @pytest.fixture
 def demos(author: Any) -> None:
-    call_command("seed_demo", stdout=io.StringIO())
-    author.is_staff = True
-    author.save()
+    """Import the two demo recipes with a decision tree and routes (owned by the author)."""
+    Group.objects.get_or_create(name=REVIEWER_GROUP)
+    for spec in DEMO_ACTORS:
+        Actor.objects.create(**spec)
+    for path in recipe_files():
+        if path.stem in ("regulatory-decision-tree", "document-routing"):
+            recipe_import(user=author, data=path.read_bytes())
 
 
 def open_step(web: Client, recipe: Recipe, key: str) -> tuple[dict[str, Any], int, dict]:
