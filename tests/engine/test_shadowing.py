@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from tests.engine.builders import branch, graph, step
 from workflows.engine import lint_recipe
+from workflows.engine.conditions.numeric import NUMERIC_OPERATORS, holds
 
 
 def judge(operator: str, value: Any, **fields: Any) -> dict[str, Any]:
@@ -204,15 +205,18 @@ def test_it_points_at_the_branch_where_the_document_has_it() -> None:
     ]
 
 
-OPERATORS = ["less_than", "less_equal", "greater_than", "greater_equal", "equals", "not_equals"]
-HOLDS = {
-    "less_than": lambda a, b: a < b,
-    "less_equal": lambda a, b: a <= b,
-    "greater_than": lambda a, b: a > b,
-    "greater_equal": lambda a, b: a >= b,
-    "equals": lambda a, b: a == b,
-    "not_equals": lambda a, b: a != b,
-}
+OPERATORS = [op.name for op in NUMERIC_OPERATORS]
+
+
+def warned_branches(conditions: list[dict[str, Any]]) -> set[int]:
+    """Return the indexes of the branches (one per condition, in order) lint says are never taken."""
+    names = ["low", "high", "third", "fourth", "fifth"]
+    step_doc = step("s", *[branch(names[i], i + 1, c) for i, c in enumerate(conditions)])
+    return {
+        int(w.split("branches[")[1].split("]")[0])
+        for w in lint_recipe(graph(step_doc))
+        if "never taken" in w
+    }
 
 
 @given(
@@ -231,17 +235,10 @@ def test_a_branch_warned_about_is_never_the_first_to_match(
         negate(length(op, value)) if negated else length(op, value)
         for op, value, negated in comparisons
     ]
-    names = ["low", "high", "third", "fourth", "fifth"]
-    warned = {
-        int(w.split("branches[")[1].split("]")[0])
-        for w in lint_recipe(
-            graph(step("s", *[branch(names[i], i + 1, c) for i, c in enumerate(conditions)]))
-        )
-        if "never taken" in w
-    }
+    warned = warned_branches(conditions)
     for size in range(0, 15):
         for i, (op, value, negated) in enumerate(comparisons):
-            if HOLDS[op](size, value) != negated:
+            if holds(op, size, value) != negated:
                 assert i not in warned, (size, comparisons)
                 break
 
@@ -262,17 +259,10 @@ def test_a_judge_branch_warned_about_is_never_the_first_to_match(
         negate(judge(op, value)) if negated else judge(op, value)
         for op, value, negated in comparisons
     ]
-    names = ["low", "high", "third", "fourth", "fifth"]
-    warned = {
-        int(w.split("branches[")[1].split("]")[0])
-        for w in lint_recipe(
-            graph(step("s", *[branch(names[i], i + 1, c) for i, c in enumerate(conditions)]))
-        )
-        if "never taken" in w
-    }
+    warned = warned_branches(conditions)
     for score in [None, *(n / 2 for n in range(-2, 24))]:
         for i, (op, value, negated) in enumerate(comparisons):
-            compares = score is not None and HOLDS[op](score, value)
+            compares = score is not None and holds(op, score, value)
             if compares != negated:
                 assert i not in warned, (score, comparisons)
                 break
