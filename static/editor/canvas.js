@@ -347,12 +347,13 @@ export function initNavigator(cy) {
     timer = setTimeout(() => placeNavigator(cy), 100);
   });
   // The canvas changes size without a window resize (the problems panel grows as lint answers):
-  // until the author moves the view or picks something, the initial fit follows it.
+  // until the author moves the view, picks something or opens a menu, the initial fit follows
+  // it. A refit after that would move the steps from under the pointer and close the menu.
   let untouched = true;
   cy.on("viewport", () => {
     if (!fitting) untouched = false;
   });
-  cy.one("select tap", () => {
+  cy.one("select tapstart cxttapstart", () => {
     untouched = false;
   });
   if (window.ResizeObserver) {

@@ -38,9 +38,16 @@ def click_settled(page: Any, selector: str) -> None:
 
 
 def canvas_point(page: Any, js_element: str) -> dict[str, float]:
-    """Return the page coordinates of a canvas element's rendered centre."""
+    """Return the page coordinates of a canvas element's rendered centre, once it holds still.
+
+    Until the author touches the view, the first fit follows the canvas's size, which changes
+    when the first check's problems arrive: the editor must be settled, and a frame drawn after
+    it (the canvas's resize observer runs then), before a point is taken.
+    """
+    wait_settled(page)
     return page.evaluate(
-        """(expr) => {
+        """async (expr) => {
+            await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
             const ele = eval(expr);
             const box = document.getElementById('cy').getBoundingClientRect();
             const p = ele.isNode() ? ele.renderedPosition() : ele.renderedMidpoint();
@@ -52,7 +59,6 @@ def canvas_point(page: Any, js_element: str) -> dict[str, float]:
 
 def drag_branch(page: Any, source_key: str, target_key: str) -> None:
     """Draw a branch with the mouse: from the source step's handle to the target step."""
-    wait_settled(page)
     source = canvas_point(page, f"branchline.nodeByKey('{source_key}')")
     target = canvas_point(page, f"branchline.nodeByKey('{target_key}')")
     page.mouse.move(source["x"], source["y"])

@@ -209,6 +209,25 @@ def test_the_right_click_menus_duplicate_a_step_and_add_one_where_clicked(
     assert browser_page.errors == []
 
 
+def test_an_open_menu_stays_open_and_in_place_when_the_canvas_changes_size(
+    browser_page: BrowserPage, story: Recipe
+) -> None:
+    # Until the author touches the view, the first fit follows the canvas's size (the problems
+    # panel grows as the first check answers). A right-click touches it: the refit would move
+    # the step from under the pointer and close the menu.
+    page = browser_page.open_editor(story.slug)
+    point = canvas_point(page, "branchline.nodeByKey('review')")
+    page.mouse.click(point["x"], point["y"], button="right")
+    page.wait_for_selector("#cm-duplicate", state="visible")
+
+    size = page.viewport_size
+    page.set_viewport_size({"width": size["width"] - 60, "height": size["height"] - 60})
+    page.evaluate("new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+
+    assert page.is_visible("#cm-duplicate")
+    assert canvas_point(page, "branchline.nodeByKey('review')") == point
+
+
 def test_steps_pasted_into_another_recipe_bring_the_actor_aliases_they_name(
     browser_page: BrowserPage, story: Recipe, e2e_user: Any
 ) -> None:
