@@ -15,7 +15,7 @@ from template_partials.templatetags.partials import TemplateProxy
 from tests.factories import ActorFactory, GroupFactory, UserFactory
 from workflows.adapters import document_from_recipe
 from workflows.models import Recipe
-from workflows.services import recipe_import
+from workflows.services import recipe_import, recipe_publish
 
 STORY = "Once upon a time a lighthouse keeper found a map inside a bottle and sailed away. " * 4
 
@@ -168,6 +168,13 @@ def story_actors(db: None, reviewers: Group) -> None:
 @pytest.fixture
 def story(author: Any, story_actors: None) -> Recipe:
     return recipe_import(user=author, data=story_document()).recipe
+
+
+@pytest.fixture
+def published(story: Recipe, author: Any) -> Recipe:
+    """The story, published as version 1."""
+    recipe_publish(recipe=story, user=author)
+    return story
 
 
 @pytest.fixture

@@ -14,13 +14,6 @@ from runner.models import Run
 from runner.services import run_start
 from tests.editor.conftest import STORY, story_document
 from workflows.models import Recipe
-from workflows.services import recipe_publish
-
-
-@pytest.fixture
-def published(story: Recipe, author: Any) -> Recipe:
-    recipe_publish(recipe=story, user=author)
-    return story
 
 
 def start(user: Any, recipe: Recipe, **script: Any) -> Run:

@@ -64,12 +64,6 @@ def flat(pages: list[list[str]]) -> list[str]:
 
 
 @pytest.fixture
-def published(story: Recipe, author: Any) -> Recipe:
-    recipe_publish(recipe=story, user=author)
-    return story
-
-
-@pytest.fixture
 def three_a_page(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(run_views, "RUNS_PER_PAGE", 3)
     monkeypatch.setattr(recipe_views, "RECIPES_PER_PAGE", 3)

@@ -13,16 +13,9 @@ from runner.services import run_start
 from runner.status import RUNNABLE, RunStatus
 from tests.editor.conftest import STORY
 from workflows.models import Recipe
-from workflows.services import recipe_publish
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 DOWN = "@error: the model server is down"
-
-
-@pytest.fixture
-def published(story: Recipe, author: Any) -> Recipe:
-    recipe_publish(recipe=story, user=author)
-    return story
 
 
 def drive(run: Run) -> Run:

@@ -25,12 +25,6 @@ from workflows.services import recipe_import, recipe_publish
 
 
 @pytest.fixture
-def published(story: Recipe, author: Any) -> Recipe:
-    recipe_publish(recipe=story, user=author)
-    return story
-
-
-@pytest.fixture
 def reviewer(reviewers: Group) -> Any:
     user = UserFactory(username="rita")
     user.groups.add(reviewers)

@@ -27,12 +27,6 @@ FAILED = "An error occurred: the story failed to appear at all."
 
 
 @pytest.fixture
-def published(story: Recipe, author: Any) -> Recipe:
-    recipe_publish(recipe=story, user=author)
-    return story
-
-
-@pytest.fixture
 def history(author: Any, published: Recipe) -> list[Run]:
     """Five real runs of version 1, oldest first, each down another path."""
     return [

@@ -20,12 +20,6 @@ from workflows.services import recipe_import, recipe_publish
 
 
 @pytest.fixture
-def published(story: Recipe, author: Any) -> Recipe:
-    recipe_publish(recipe=story, user=author)
-    return story
-
-
-@pytest.fixture
 def reviewer(reviewers: Group, published: Recipe) -> Any:
     published.shared_with_groups.add(reviewers)
     user = UserFactory(username="rita")

@@ -28,12 +28,6 @@ TODAY = timezone.localdate
 
 
 @pytest.fixture
-def published(story: Recipe, author: Any) -> Recipe:
-    recipe_publish(recipe=story, user=author)
-    return story
-
-
-@pytest.fixture
 def history(author: Any, published: Recipe) -> list[Run]:
     """Four real runs of the story: two approved, one ended, one waiting for a reviewer."""
     return [
