@@ -57,6 +57,14 @@ def canvas_point(page: Any, js_element: str) -> dict[str, float]:
     )
 
 
+def open_step_menu(page: Any, key: str) -> dict[str, float]:
+    """Right-click a step; once its menu shows, return the point clicked."""
+    point = canvas_point(page, f"branchline.nodeByKey('{key}')")
+    page.mouse.click(point["x"], point["y"], button="right")
+    page.wait_for_selector("#cm-duplicate", state="visible")
+    return point
+
+
 def drag_branch(page: Any, source_key: str, target_key: str) -> None:
     """Draw a branch with the mouse: from the source step's handle to the target step."""
     source = canvas_point(page, f"branchline.nodeByKey('{source_key}')")

@@ -16,7 +16,7 @@ from workflows.models import Recipe
 from workflows.services import recipe_draft_save, recipe_import
 
 from .conftest import BrowserPage
-from .editor_page import canvas_point, wait_saved, wait_settled
+from .editor_page import canvas_point, open_step_menu, wait_saved, wait_settled
 
 pytestmark = pytest.mark.e2e
 
@@ -185,10 +185,8 @@ def test_the_right_click_menus_duplicate_a_step_and_add_one_where_clicked(
     browser_page: BrowserPage, story: Recipe
 ) -> None:
     page = browser_page.open_editor(story.slug)
-    point = canvas_point(page, "branchline.nodeByKey('review')")
 
-    page.mouse.click(point["x"], point["y"], button="right")
-    page.wait_for_selector("#cm-duplicate", state="visible")
+    open_step_menu(page, "review")
     browser_page.screenshot("step-menu")
     page.click("#cm-duplicate")
     assert "review_copy" in page.evaluate(STEP_KEYS)
@@ -216,9 +214,7 @@ def test_an_open_menu_stays_open_and_in_place_when_the_canvas_changes_size(
     # panel grows as the first check answers). A right-click touches it: the refit would move
     # the step from under the pointer and close the menu.
     page = browser_page.open_editor(story.slug)
-    point = canvas_point(page, "branchline.nodeByKey('review')")
-    page.mouse.click(point["x"], point["y"], button="right")
-    page.wait_for_selector("#cm-duplicate", state="visible")
+    point = open_step_menu(page, "review")
 
     size = page.viewport_size
     page.set_viewport_size({"width": size["width"] - 60, "height": size["height"] - 60})
