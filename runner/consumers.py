@@ -9,7 +9,9 @@ Messages sent to the browser, as JSON:
     {"type": "events", "events": [{"seq", "type", "at", "data"}, ...]}  every event after N,
         each once and in seq order: first replayed from RunEvent, then live;
     {"type": "replayed", "last": SEQ}  once, when the replay has caught up;
-    {"type": "token", "seq": STEP_SEQ, "text": "..."}  streamed text of a running step (not stored);
+    {"type": "token", "seq": STEP_SEQ, "text": "...", "offset": N}  streamed text of a running
+        step, N characters (code points) into its answer (not in the log): after the replay,
+        one with offset 0 and all it has streamed so far (`runner.streams`), then each push;
     {"type": "tool_call", "data": STEP_TOOL_CALL}  a call a running step made to a tool (not
         stored): the payload of `step.tool_call` in `runner.event_schema`.
 `/ws/reviews/`
@@ -48,6 +50,7 @@ from contextlib import suppress
 from typing import Any
 from urllib.parse import parse_qs
 
+from asgiref.sync import sync_to_async
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -55,7 +58,7 @@ from django.db.models import Count, Sum
 
 from workflows.validators import whole_number
 
-from . import events, fanout
+from . import events, fanout, streams
 from .events import task_payload
 from .models import HumanTask, Run, RunEvent
 from .outages import BROKER_ERRORS, DATABASE_ERRORS
@@ -416,6 +419,9 @@ class RunEventsConsumer(_Consumer):
                 # No await between taking the held messages and leaving replay mode: a live
                 # message dispatched from now on waits for the lock, then goes out after these.
                 held, self.held, self.replaying = self.held, [], False
+                # Joined before this read: a push it lacks is held or still to come.
+                for seq, text in sorted((await sync_to_async(streams.so_far)(self.run_id)).items()):
+                    await self.send_json({"type": "token", "seq": seq, "text": text, "offset": 0})
                 for message in held:
                     await self._forward(message)
                 await self.send_json({"type": "replayed", "last": self.last_seq})

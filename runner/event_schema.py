@@ -48,7 +48,7 @@ EVENT_SCHEMAS: dict[str, Schema] = {
         "actor": str | None,
         "attempt": int,
     },
-    "step.token": {"seq": int, "text": str},  # streamed, never stored
+    "step.token": {"seq": int, "text": str, "offset": int},  # streamed, never stored
     "step.tool_call": {  # pushed as each call ends, never stored (details["tool_calls"] is)
         "seq": int,
         "tool": str,

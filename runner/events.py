@@ -79,9 +79,10 @@ def step_started(
     )
 
 
-def step_token(*, seq: int, text: str) -> Event:
-    """Streamed text of a running step: pushed, never stored."""
-    return Event("step.token", {"seq": seq, "text": text})
+def step_token(*, seq: int, text: str, offset: int) -> Event:
+    """Streamed text of a running step, `offset` characters into its answer: pushed, never
+    stored."""
+    return Event("step.token", {"seq": seq, "text": text, "offset": offset})
 
 
 def step_tool_call(*, seq: int, call: dict[str, Any]) -> Event:
@@ -266,9 +267,10 @@ def push_task_change(
     transaction.on_commit(push)
 
 
-def push_token(run_id: int, seq: int, text: str) -> None:
-    """Push streamed text of a running step now (not stored; `step.finished` carries it all)."""
-    event = step_token(seq=seq, text=text)
+def push_token(run_id: int, seq: int, text: str, offset: int) -> None:
+    """Push streamed text of a running step now, `offset` characters into its answer (not in
+    the log; `step.finished` carries it all, and `runner.streams` the text so far)."""
+    event = step_token(seq=seq, text=text, offset=offset)
     publisher.send(
         run_group(run_id), {"type": "run.token", "event": {"type": event.type, "data": event.data}}
     )

@@ -187,7 +187,7 @@ def live_payload(message: dict[str, Any]) -> dict[str, Any]:
     """What a `run.token` or `run.tool_call` group message sends the browser."""
     data = message["event"]["data"]
     if message["type"] == "run.token":
-        return {"type": "token", "seq": data["seq"], "text": data["text"]}
+        return {"type": "token", "seq": data["seq"], "text": data["text"], "offset": data["offset"]}
     return {"type": "tool_call", "data": data}
 
 

@@ -90,7 +90,7 @@ class RedisGroupPublisher:
     def __init__(self, layer: RedisPubSubChannelLayer, config: dict[str, Any]) -> None:
         self.layer = layer
         self.prefix = config.get("prefix", "asgi")
-        self.shards = [_redis_client(host) for host in decode_hosts(config.get("hosts"))]
+        self.shards = [redis_client(host) for host in decode_hosts(config.get("hosts"))]
 
     def group_send(self, group: str, message: dict[str, Any]) -> None:
         """Publish the message; if Redis cannot take it, drop it (consumers catch up from the
@@ -107,7 +107,7 @@ class RedisGroupPublisher:
             log.warning("could not push an event: %s", exc)
 
 
-def _redis_client(host: dict[str, Any]) -> redis.Redis:
+def redis_client(host: dict[str, Any]) -> redis.Redis:
     host = dict(host)
     # A stalled Redis must not hold a worker: the event log covers what a push loses.
     timeout = settings.BROKER_TIMEOUT_SECONDS

@@ -55,6 +55,8 @@ def execute(session: Session) -> StepOutcome:
         outcome.timed_out = isinstance(exc, ProviderTimeoutError)
         if outcome.timed_out:
             outcome.status = StepStatus.TIMED_OUT
+    finally:
+        streamer.close()
     outcome.latency_ms = int((time.monotonic() - began) * 1000)
     if log is not None:
         outcome.details["tool_calls"] = log.calls

@@ -15,7 +15,7 @@ from django.utils import timezone
 from knowledge.embeddings import EmbeddingCall
 from workflows import engine
 
-from .. import actors, capacity, events, model_calls, tracing
+from .. import actors, capacity, events, model_calls, streams, tracing
 from ..claims import TOKEN_PUSH_INTERVAL_S, Claim
 from ..model_calls import BudgetExceeded, CallRecord, Purpose
 from ..models import StepRun
@@ -323,7 +323,8 @@ class Session:
 
 
 class TokenStreamer:
-    """Push streamed text live, a batch every 100 ms rather than one message per token.
+    """Push streamed text live, a batch every 100 ms rather than one message per token, and
+    keep the text so far for a monitor that opens mid-answer (`runner.streams`).
 
     What is left when the answer ends is not pushed: `step.finished` follows at once with the
     whole text (and an answer quicker than a batch needs no live text).
@@ -332,6 +333,7 @@ class TokenStreamer:
     def __init__(self, run_id: int, seq: int) -> None:
         self.run_id, self.seq = run_id, seq
         self.buffer: list[str] = []
+        self.pushed = ""
         self.last_push = time.monotonic()
 
     def add(self, text: str) -> None:
@@ -341,6 +343,17 @@ class TokenStreamer:
 
     def flush(self) -> None:
         if self.buffer:
-            events.push_token(self.run_id, self.seq, "".join(self.buffer))
+            text = "".join(self.buffer)
+            offset = len(self.pushed)
+            self.pushed += text
             self.buffer.clear()
+            # Kept before it is pushed: a monitor that reads the text so far after joining the
+            # run's group then has every push it lacks, and drops what it has by the offset.
+            streams.keep(self.run_id, self.seq, self.pushed)
+            events.push_token(self.run_id, self.seq, text, offset)
         self.last_push = time.monotonic()
+
+    def close(self) -> None:
+        """The answer has ended: drop the text kept for monitors."""
+        if self.pushed:
+            streams.forget(self.run_id, self.seq)

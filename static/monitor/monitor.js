@@ -65,10 +65,24 @@ function startedCard(data) {
   return card;
 }
 
-function appendToken(seq, text) {
+// How many characters (code points, as the server counts them) each stream shows.
+const streamed = new WeakMap();
+
+/**
+ * Add streamed text that starts `offset` characters into the step's answer. On connecting, the
+ * socket sends all the text so far (offset 0) and then each push: a part already shown is
+ * dropped; a push that skips ahead (one was lost) is shown all the same.
+ */
+function appendToken(seq, text, offset) {
   const card = document.getElementById(`step-${seq}`) || startedCard({ seq, step: "", kind: "llm" });
   const stream = card.querySelector("[data-stream]");
-  if (card.hasAttribute("data-running") && stream) stream.append(document.createTextNode(text));
+  if (!card.hasAttribute("data-running") || !stream) return;
+  const chars = Array.from(text);
+  const shown = streamed.get(stream) || 0;
+  const fresh = chars.slice(Math.max(0, shown - offset));
+  if (!fresh.length) return;
+  stream.append(document.createTextNode(fresh.join("")));
+  streamed.set(stream, Math.max(shown, offset) + fresh.length);
 }
 
 // --- tool calls, live ------------------------------------------------------------------------

@@ -81,7 +81,7 @@ export class RunSocket {
           this.last = fresh[fresh.length - 1].seq;
           events(fresh);
         } else if (message.type === "token") {
-          if (onToken) onToken(message.seq, message.text);
+          if (onToken) onToken(message.seq, message.text, message.offset || 0);
         } else if (message.type === "tool_call") {
           // A call of the running step's tool loop: pushed live, not in the event log.
           if (onToolCall && message.data) onToolCall(message.data);

@@ -241,6 +241,14 @@ def test_a_running_steps_answer_streams_into_its_card(
         expect(stream).to_contain_text("The first words", timeout=LIVE_TIMEOUT_MS)
         expect(stream).to_contain_text("one by one,", timeout=LIVE_TIMEOUT_MS)
         assert "the last words" not in stream.inner_text()  # still running: more is on its way
+        # A monitor opened mid-answer shows it from its start, once.
+        late = author.new_page()
+        late.goto(page.url)
+        late_stream = late.locator("#step-1[data-running] [data-stream]")
+        expect(late_stream).to_contain_text(
+            "The first words arrive one by one,", timeout=LIVE_TIMEOUT_MS
+        )
+        assert late_stream.inner_text().count("The first words") == 1
     finally:
         last_words.set()
 

@@ -19,6 +19,7 @@ from runner import consumers, events
 from runner.consumers import RunEventsConsumer
 from runner.models import HumanTask, Run, StepRun
 from runner.status import Outcome, RunStatus, StepStatus
+from runner.steps.session import TokenStreamer
 from tests.factories import GroupFactory, UserFactory
 from tests.live_server import free_port
 from workflows.models import Recipe
@@ -283,14 +284,48 @@ async def test_it_passes_streamed_tokens_on(story_recipe: Recipe, owner: Any) ->
     run = await sync_to_async(new_run)(story_recipe, owner)
     communicator = await watch_run(run, owner)
 
-    await sync_to_async(events.push_token)(run.pk, 1, "Once upon")
+    await sync_to_async(events.push_token)(run.pk, 1, " a time", 9)
 
     assert await communicator.receive_json_from(timeout=5) == {
         "type": "token",
         "seq": 1,
-        "text": "Once upon",
+        "text": " a time",
+        "offset": 9,
     }
     await communicator.disconnect()
+
+
+async def test_a_monitor_opened_mid_answer_gets_the_text_streamed_so_far_first(
+    story_recipe: Recipe, owner: Any
+) -> None:
+    run = await sync_to_async(new_run)(story_recipe, owner)
+    streamer = TokenStreamer(run.pk, 1)
+    streamer.add("Once upon")
+    await sync_to_async(streamer.flush)()  # pushed before anyone watched: kept all the same
+
+    communicator, connected, _ = await connect(f"/ws/runs/{run.pk}/", owner)
+    assert connected
+    assert await communicator.receive_json_from(timeout=5) == {
+        "type": "token",
+        "seq": 1,
+        "text": "Once upon",
+        "offset": 0,
+    }
+    assert (await communicator.receive_json_from(timeout=5))["type"] == "replayed"
+    streamer.add(" a time")
+    await sync_to_async(streamer.flush)()
+    assert await communicator.receive_json_from(timeout=5) == {
+        "type": "token",
+        "seq": 1,
+        "text": " a time",
+        "offset": 9,
+    }
+
+    # Once the answer has ended (its text is in step.finished), a new monitor gets none.
+    await sync_to_async(streamer.close)()
+    late = await watch_run(run, owner)  # its first message is `replayed`: no token before
+    await communicator.disconnect()
+    await late.disconnect()
 
 
 async def test_it_passes_a_running_steps_tool_calls_on(story_recipe: Recipe, owner: Any) -> None:

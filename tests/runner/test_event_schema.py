@@ -90,7 +90,7 @@ BUILT: dict[str, Callable[[], events.Event]] = {
     "step_started": lambda: events.step_started(
         seq=1, step="write", name="Write", kind="llm", actor="writer", attempt=1
     ),
-    "step_token": lambda: events.step_token(seq=1, text="Once"),
+    "step_token": lambda: events.step_token(seq=1, text="Once", offset=0),
     "step_tool_call": lambda: events.step_tool_call(
         seq=1,
         call={
@@ -168,8 +168,8 @@ def test_the_pages_read_only_types_the_schema_holds() -> None:
             events.Event("run.status", {"status": "running", "why": ""}),
             "run.status.why: not in the schema",
         ),
-        (events.Event("step.token", {"seq": "1", "text": ""}), "step.token.seq: '1' is not"),
-        (events.Event("step.token", {"seq": True, "text": ""}), "step.token.seq: True is not"),
+        (events.Event("step.token", {"seq": "1", "text": "", "offset": 0}), "step.token.seq: '1' is not"),
+        (events.Event("step.token", {"seq": True, "text": "", "offset": 0}), "step.token.seq: True is not"),
         (
             events.Event("step.started", {**BUILT["step_started"]().data, "actor": 3}),
             "step.started.actor: 3 is not",

@@ -88,14 +88,17 @@ def test_a_status_event_also_tells_the_owners_run_list(
 
 
 def test_a_streamed_token_is_pushed_at_once_and_never_stored(run: Run, pushed: list[Any]) -> None:
-    events.push_token(run.pk, 1, "Once upon")
+    events.push_token(run.pk, 1, "Once upon", 0)
 
     assert pushed == [
         (
             f"run-{run.pk}",
             {
                 "type": "run.token",
-                "event": {"type": "step.token", "data": {"seq": 1, "text": "Once upon"}},
+                "event": {
+                    "type": "step.token",
+                    "data": {"seq": 1, "text": "Once upon", "offset": 0},
+                },
             },
         )
     ]

@@ -129,7 +129,10 @@ async def test_streamed_text_reaches_every_monitor_in_step_once(
 
     await get_channel_layer().group_send(
         events.run_group(run.pk),
-        {"type": "run.token", "event": {"type": "step.token", "data": {"seq": 1, "text": "Once"}}},
+        {
+            "type": "run.token",
+            "event": {"type": "step.token", "data": {"seq": 1, "text": "Once", "offset": 0}},
+        },
     )
 
     for socket in sockets:
@@ -137,6 +140,7 @@ async def test_streamed_text_reaches_every_monitor_in_step_once(
             "type": "token",
             "seq": 1,
             "text": "Once",
+            "offset": 0,
         }
         await socket.disconnect()
 

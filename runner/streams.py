@@ -1,0 +1,91 @@
+"""The text each running step has streamed so far, for a monitor opened in the middle of it.
+
+Live text is pushed as it comes, each push carrying only what is new and where it starts
+(`events.push_token`); it is not in the event log, where `step.finished` carries the whole
+answer. A monitor that connects mid-answer would see it from the push after it connected, so
+the worker also keeps the text so far here, and the monitor's socket sends it first
+(`runner.consumers.RunEventsConsumer`).
+
+With REDIS_URL the text lives in Redis (a hash per run: step seq -> text, gone an hour after
+the last write or when the step ends), shared by the workers and the server processes. Without
+it, the embedded worker runs in the server's own process and a dictionary does. Like a push,
+keeping the text is best effort: a Redis that fails loses the live text, never the step.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from functools import cache
+
+import redis
+from django.conf import settings
+
+from . import outages
+from .publisher import redis_client
+
+log = logging.getLogger(__name__)
+
+KEY_PREFIX = "branchline:streamed"
+KEEP_SECONDS = 3600
+
+_lock = threading.Lock()
+_local: dict[int, dict[int, str]] = {}
+
+
+@cache
+def _redis(url: str) -> redis.Redis:
+    return redis_client({"address": url})
+
+
+def _key(run_id: int) -> str:
+    return f"{KEY_PREFIX}:{run_id}"
+
+
+def keep(run_id: int, seq: int, text: str) -> None:
+    """Keep `text` as all that step `seq` of the run has streamed so far."""
+    if not settings.REDIS_URL:
+        with _lock:
+            _local.setdefault(run_id, {})[seq] = text
+        return
+    if outages.channel_layer.is_open():
+        return
+    try:
+        with _redis(settings.REDIS_URL).pipeline(transaction=False) as pipe:
+            pipe.hset(_key(run_id), str(seq), text)
+            pipe.expire(_key(run_id), KEEP_SECONDS)
+            pipe.execute()
+    except redis.RedisError as exc:
+        outages.channel_layer.trip(exc)
+
+
+def forget(run_id: int, seq: int) -> None:
+    """Drop what step `seq` streamed: it has ended, and its answer is in the log."""
+    if not settings.REDIS_URL:
+        with _lock:
+            steps = _local.get(run_id, {})
+            steps.pop(seq, None)
+            if not steps:
+                _local.pop(run_id, None)
+        return
+    if outages.channel_layer.is_open():
+        return
+    try:
+        _redis(settings.REDIS_URL).hdel(_key(run_id), str(seq))
+    except redis.RedisError as exc:
+        outages.channel_layer.trip(exc)
+
+
+def so_far(run_id: int) -> dict[int, str]:
+    """Return what each streaming step of the run has streamed so far, by step seq."""
+    if not settings.REDIS_URL:
+        with _lock:
+            return dict(_local.get(run_id, {}))
+    if outages.channel_layer.is_open():
+        return {}
+    try:
+        found = _redis(settings.REDIS_URL).hgetall(_key(run_id))
+    except redis.RedisError as exc:
+        outages.channel_layer.trip(exc)
+        return {}
+    return {int(seq): text.decode() for seq, text in found.items()}
