@@ -168,8 +168,14 @@ def test_the_pages_read_only_types_the_schema_holds() -> None:
             events.Event("run.status", {"status": "running", "why": ""}),
             "run.status.why: not in the schema",
         ),
-        (events.Event("step.token", {"seq": "1", "text": "", "offset": 0}), "step.token.seq: '1' is not"),
-        (events.Event("step.token", {"seq": True, "text": "", "offset": 0}), "step.token.seq: True is not"),
+        (
+            events.Event("step.token", {"seq": "1", "text": "", "offset": 0}),
+            "step.token.seq: '1' is not",
+        ),
+        (
+            events.Event("step.token", {"seq": True, "text": "", "offset": 0}),
+            "step.token.seq: True is not",
+        ),
         (
             events.Event("step.started", {**BUILT["step_started"]().data, "actor": 3}),
             "step.started.actor: 3 is not",
