@@ -14,7 +14,6 @@ keeping the text is best effort: a Redis that fails loses the live text, never t
 
 from __future__ import annotations
 
-import logging
 import threading
 from functools import cache
 
@@ -23,8 +22,6 @@ from django.conf import settings
 
 from . import outages
 from .publisher import redis_client
-
-log = logging.getLogger(__name__)
 
 KEY_PREFIX = "branchline:streamed"
 KEEP_SECONDS = 3600
