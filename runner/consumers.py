@@ -421,7 +421,7 @@ class RunEventsConsumer(_Consumer):
                 held, self.held, self.replaying = self.held, [], False
                 # Joined before this read: a push it lacks is held or still to come.
                 for seq, text in sorted((await sync_to_async(streams.so_far)(self.run_id)).items()):
-                    await self.send_json({"type": "token", "seq": seq, "text": text, "offset": 0})
+                    await self.send_json(fanout.token_payload(seq, text, 0))
                 for message in held:
                     await self._forward(message)
                 await self.send_json({"type": "replayed", "last": self.last_seq})

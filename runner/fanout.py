@@ -183,11 +183,16 @@ class Fanout:
                 await consumer.forward(message)
 
 
+def token_payload(seq: int, text: str, offset: int) -> dict[str, Any]:
+    """What the browser is sent of a running step's streamed text (a push, or all so far)."""
+    return {"type": "token", "seq": seq, "text": text, "offset": offset}
+
+
 def live_payload(message: dict[str, Any]) -> dict[str, Any]:
     """What a `run.token` or `run.tool_call` group message sends the browser."""
     data = message["event"]["data"]
     if message["type"] == "run.token":
-        return {"type": "token", "seq": data["seq"], "text": data["text"], "offset": data["offset"]}
+        return token_payload(data["seq"], data["text"], data["offset"])
     return {"type": "tool_call", "data": data}
 
 
