@@ -162,10 +162,16 @@ if _db["ENGINE"] == "django.db.backends.postgresql":
         )
     if DATABASE_POOL_TIMEOUT <= 0:
         raise ImproperlyConfigured("DATABASE_POOL_TIMEOUT must be a number of seconds above 0")
+    # CONN_HEALTH_CHECKS has the pool try each connection before handing it out, so one that
+    # died in a database restart is never used. The pool reconnects in the background with a
+    # doubling wait (1, 2, 4 s...), which would leave requests failing for seconds after the
+    # database is back: giving up within a request's own wait lets the next request that finds
+    # the pool empty start a new attempt at once.
     _db.setdefault("OPTIONS", {})["pool"] = {
         "min_size": DATABASE_POOL_MIN_SIZE,
         "max_size": DATABASE_POOL_MAX_SIZE,
         "timeout": DATABASE_POOL_TIMEOUT,
+        "reconnect_timeout": DATABASE_POOL_TIMEOUT,
         "name": "branchline",
     }
     _db["CONN_MAX_AGE"] = 0
