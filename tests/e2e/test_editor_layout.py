@@ -10,7 +10,7 @@ from tests.e2e.conftest import BrowserPage
 from workflows.models import Recipe
 from workflows.services import recipe_import
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 STEPS = 40
 

@@ -83,6 +83,30 @@ def test_a_retry_tries_each_actor_once_until_one_answers_right(owner: Any, three
     assert stats(recipe) == {"a": (1, 0, 1), "b": (1, 0, 1), "c": (1, 1, 0)}
 
 
+def test_an_answer_that_went_on_counts_as_a_failure_when_the_run_then_fails(
+    owner: Any, three: None
+) -> None:
+    recipe = publish_document(
+        owner,
+        document(
+            "fails-later",
+            [
+                llm("draft", "a", branch("on", 1, DEFAULT, "check")),
+                llm("check", "b", branch("done", 1, DEFAULT, "@complete")),
+            ],
+            {"a": "k-a", "b": "k-b"},
+        ),
+    )
+    script = {"a": ["a draft"], "b": ["@error: the checker is down"]}
+
+    run = drive(services.run_start(user=owner, recipe=recipe, inputs={}, script=script))
+
+    assert run.status == RunStatus.FAILED
+    assert run.steps.get(step_key="draft").outcome == "neutral"
+    # The draft went on (neutral) in a run that failed: it counts against its actor.
+    assert stats(recipe)["a"] == (1, 0, 1)
+
+
 @pytest.mark.parametrize(
     ("fields", "outcome"),
     [
