@@ -61,13 +61,30 @@ def database(*args: str, **env: str) -> dict[str, object]:
 
 
 def test_a_web_process_shares_a_pool_sized_by_the_environment() -> None:
+    # A request waits for a connection as long as the pool goes on reconnecting in the
+    # background after losing one; then the next request reconnects at once.
     assert database() == {
-        "pool": {"min_size": 2, "max_size": 20, "timeout": 10.0, "name": "branchline"},
+        "pool": {
+            "min_size": 2,
+            "max_size": 20,
+            "timeout": 10.0,
+            "reconnect_timeout": 10.0,
+            "name": "branchline",
+        },
         "age": 0,
     }
     assert database(
         DATABASE_POOL_MIN_SIZE="0", DATABASE_POOL_MAX_SIZE="4", DATABASE_POOL_TIMEOUT="1.5"
-    ) == {"pool": {"min_size": 0, "max_size": 4, "timeout": 1.5, "name": "branchline"}, "age": 0}
+    ) == {
+        "pool": {
+            "min_size": 0,
+            "max_size": 4,
+            "timeout": 1.5,
+            "reconnect_timeout": 1.5,
+            "name": "branchline",
+        },
+        "age": 0,
+    }
 
 
 def test_a_celery_worker_keeps_a_persistent_connection_instead() -> None:
