@@ -13,16 +13,78 @@ export const EDGE_FONT = 13;
 export const MIN_FIT_ZOOM = 0.8;
 export const MAX_FIT_ZOOM = 1.2;
 
-// Each kind's colours and a 24×24 icon (stroked paths, drawn in the kind's colour).
-const KINDS = {
-  llm: { bg: "#eef4ff", line: "#2f5bea", icon: '<path d="M12 3l2.2 6.8L21 12l-6.8 2.2L12 21l-2.2-6.8L3 12l6.8-2.2z"/>' },
-  human: { bg: "#fffaeb", line: "#dc6803", icon: '<circle cx="12" cy="8" r="4"/><path d="M4 21c0-4.5 3.6-7 8-7s8 2.5 8 7"/>' },
-  decision_tree: { bg: "#f4f3ff", line: "#7a5af8", icon: '<circle cx="12" cy="4.5" r="2"/><circle cx="5" cy="19" r="2"/><circle cx="19" cy="19" r="2"/><path d="M12 6.5v5M12 11.5L5 17M12 11.5l7 5.5"/>' },
-  classify: { bg: "#ecfdf3", line: "#039855", icon: '<path d="M3 3h8l10 10-8 8L3 11z"/><circle cx="7.5" cy="7.5" r="1.5"/>' },
-  intent: { bg: "#fdf2fa", line: "#c11574", icon: '<circle cx="12" cy="12" r="9"/><circle cx="12" cy="12" r="5"/><circle cx="12" cy="12" r="1.2"/>' },
-  retrieve: { bg: "#f0f9ff", line: "#0086c9", icon: '<circle cx="10" cy="10" r="6"/><path d="M14.5 14.5L21 21"/>' },
-  tool: { bg: "#f9fafb", line: "#475467", icon: '<path d="M8 3C5 3 5 5 5 8s-2 4-2 4 2 1 2 4 0 5 3 5M16 3c3 0 3 2 3 5s2 4 2 4-2 1-2 4 0 5-3 5"/>' },
+// Each kind's 24×24 icon (stroked paths, drawn in the kind's colour).
+const ICONS = {
+  llm: '<path d="M12 3l2.2 6.8L21 12l-6.8 2.2L12 21l-2.2-6.8L3 12l6.8-2.2z"/>',
+  human: '<circle cx="12" cy="8" r="4"/><path d="M4 21c0-4.5 3.6-7 8-7s8 2.5 8 7"/>',
+  decision_tree: '<circle cx="12" cy="4.5" r="2"/><circle cx="5" cy="19" r="2"/><circle cx="19" cy="19" r="2"/><path d="M12 6.5v5M12 11.5L5 17M12 11.5l7 5.5"/>',
+  classify: '<path d="M3 3h8l10 10-8 8L3 11z"/><circle cx="7.5" cy="7.5" r="1.5"/>',
+  intent: '<circle cx="12" cy="12" r="9"/><circle cx="12" cy="12" r="5"/><circle cx="12" cy="12" r="1.2"/>',
+  retrieve: '<circle cx="10" cy="10" r="6"/><path d="M14.5 14.5L21 21"/>',
+  tool: '<path d="M8 3C5 3 5 5 5 8s-2 4-2 4 2 1 2 4 0 5 3 5M16 3c3 0 3 2 3 5s2 4 2 4-2 1-2 4 0 5-3 5"/>',
 };
+
+/*
+ * The canvases' colours in each scheme. They follow the system setting as the page does
+ * (branchline.css); Cytoscape draws on a <canvas>, where CSS variables do not reach. In dark
+ * mode a card is a dark tint of its kind with a lighter line, and text stays above 4.5:1.
+ */
+const PALETTES = {
+  light: {
+    kinds: {
+      llm: { bg: "#eef4ff", line: "#2f5bea" },
+      human: { bg: "#fffaeb", line: "#dc6803" },
+      decision_tree: { bg: "#f4f3ff", line: "#7a5af8" },
+      classify: { bg: "#ecfdf3", line: "#039855" },
+      intent: { bg: "#fdf2fa", line: "#c11574" },
+      retrieve: { bg: "#f0f9ff", line: "#0086c9" },
+      tool: { bg: "#f9fafb", line: "#475467" },
+    },
+    node: "#ffffff", nodeLine: "#98a2b3", text: "#1d2330",
+    edge: "#98a2b3", edgeText: "#344054", labelBg: "#ffffff",
+    end: { bg: "#fef3f2", line: "#d92d20", text: "#912018" },
+    complete: { bg: "#ecfdf3", line: "#039855", text: "#05603a" },
+    missing: { line: "#d92d20", text: "#b42318" },
+    leaf: { line: "#7a5af8", text: "#5925dc" },
+    warning: "#f79009", error: "#d92d20", selected: "#f79009",
+    visited: { bg: "#d1fadf", line: "#039855" }, failed: { bg: "#fee4e2", line: "#d92d20" },
+    taken: { line: "#039855", text: "#05603a" }, covered: "#12b76a",
+    heat: ["#84caff", "#53b1fd", "#2e90fa", "#1570ef", "#1849a9"],
+  },
+  dark: {
+    kinds: {
+      llm: { bg: "#1a2647", line: "#8cb0ff" },
+      human: { bg: "#3a2a0c", line: "#f5a545" },
+      decision_tree: { bg: "#261f4d", line: "#a795ff" },
+      classify: { bg: "#0c3324", line: "#47cd89" },
+      intent: { bg: "#3d1230", line: "#f27ac0" },
+      retrieve: { bg: "#0b2c40", line: "#5cc1f5" },
+      tool: { bg: "#1f2633", line: "#b0b9c8" },
+    },
+    node: "#171d2b", nodeLine: "#5d6b82", text: "#e6e9ef",
+    edge: "#7d8aa0", edgeText: "#cfd4dc", labelBg: "#0b1019",
+    end: { bg: "#4a1a14", line: "#ff8a7a", text: "#ffc9c0" },
+    complete: { bg: "#0b3b26", line: "#47cd89", text: "#a6f4c5" },
+    missing: { line: "#ff8a7a", text: "#ffb4a8" },
+    leaf: { line: "#a795ff", text: "#c9bdff" },
+    warning: "#f5b546", error: "#ff8a7a", selected: "#f5b546",
+    visited: { bg: "#0b3b26", line: "#47cd89" }, failed: { bg: "#4a1a14", line: "#ff8a7a" },
+    taken: { line: "#47cd89", text: "#a6f4c5" }, covered: "#47cd89",
+    heat: ["#274a8c", "#3563c9", "#4f86f7", "#8cb0ff", "#cfdcff"],
+  },
+};
+
+const DARK = "(prefers-color-scheme: dark)";
+
+/** Return the colour scheme the system asks for: "dark" or "light". */
+export function colourScheme() {
+  return window.matchMedia && window.matchMedia(DARK).matches ? "dark" : "light";
+}
+
+/** Call `restyle(scheme)` each time the system's colour scheme changes. */
+export function onColourSchemeChange(restyle) {
+  if (window.matchMedia) window.matchMedia(DARK).addEventListener("change", () => restyle(colourScheme()));
+}
 
 function svg(body, color, fill) {
   const doc = '<svg xmlns="http://www.w3.org/2000/svg" width="24" height="24" viewBox="0 0 24 24" fill="' + (fill || "none") +
@@ -31,9 +93,9 @@ function svg(body, color, fill) {
 }
 
 /** Return a step kind's icon as an image URL (the canvas's own, for lists beside it). */
-export function kindIcon(kind) {
-  const k = KINDS[kind] || KINDS.tool;
-  return svg(k.icon, k.line);
+export function kindIcon(kind, scheme = colourScheme()) {
+  const known = kind in ICONS ? kind : "tool";
+  return svg(ICONS[known], PALETTES[scheme].kinds[known].line);
 }
 
 const BADGES = {
@@ -42,8 +104,8 @@ const BADGES = {
 };
 
 // Background images of a card: [icon] or [icon, badge], with where and how big each is drawn.
-function cardImages(kind, badge) {
-  const images = [svg(KINDS[kind].icon, KINDS[kind].line)];
+function cardImages(kind, badge, scheme) {
+  const images = [kindIcon(kind, scheme)];
   if (badge) images.push(BADGES[badge]);
   const pick = (icon, mark) => (badge ? [icon, mark] : [icon]);
   return {
@@ -61,19 +123,18 @@ function cardImages(kind, badge) {
   };
 }
 
-function kindRules() {
+function kindRules(scheme) {
   const rules = [];
-  Object.keys(KINDS).forEach((kind) => {
-    const k = KINDS[kind];
+  Object.entries(PALETTES[scheme].kinds).forEach(([kind, k]) => {
     rules.push({
       selector: "node.kind-" + kind,
-      style: Object.assign({ "background-color": k.bg, "border-color": k.line }, cardImages(kind, null)),
+      style: Object.assign({ "background-color": k.bg, "border-color": k.line }, cardImages(kind, null, scheme)),
     });
   });
   // After every kind, so a badge is added to whichever icon the kind drew.
   ["has-warning", "has-error"].forEach((badge) => {
-    Object.keys(KINDS).forEach((kind) => {
-      rules.push({ selector: "node.kind-" + kind + "." + badge, style: cardImages(kind, badge) });
+    Object.keys(ICONS).forEach((kind) => {
+      rules.push({ selector: "node.kind-" + kind + "." + badge, style: cardImages(kind, badge, scheme) });
     });
   });
   return rules;
@@ -81,16 +142,25 @@ function kindRules() {
 
 // Runs on the canvas (runs-overlay.js): a branch's heat, by how often the runs took it against
 // the most taken, from the first (least) to the last (most); arrows kept in proportion.
-export const HEAT = [
-  { color: "#84caff", width: 2.5, arrow: 0.8 },
-  { color: "#53b1fd", width: 3.5, arrow: 0.7 },
-  { color: "#2e90fa", width: 4.5, arrow: 0.62 },
-  { color: "#1570ef", width: 6, arrow: 0.55 },
-  { color: "#1849a9", width: 7.5, arrow: 0.5 },
+const HEAT_SIZES = [
+  { width: 2.5, arrow: 0.8 },
+  { width: 3.5, arrow: 0.7 },
+  { width: 4.5, arrow: 0.62 },
+  { width: 6, arrow: 0.55 },
+  { width: 7.5, arrow: 0.5 },
 ];
 
-function runsRules() {
-  const heat = HEAT.map((h, i) => ({
+/** How many levels of heat a branch can have. */
+export const HEAT_LEVELS = HEAT_SIZES.length;
+
+/** Return the heat scale in `scheme`: each level's colour, line width and arrow scale. */
+export function heatScale(scheme = colourScheme()) {
+  return HEAT_SIZES.map((size, i) => ({ color: PALETTES[scheme].heat[i], ...size }));
+}
+
+function runsRules(scheme) {
+  const c = PALETTES[scheme];
+  const heat = heatScale(scheme).map((h, i) => ({
     selector: "edge.runs-heat-" + (i + 1),
     style: { width: h.width, "line-color": h.color, "target-arrow-color": h.color, "arrow-scale": h.arrow, "line-style": "solid", opacity: 1 },
   }));
@@ -99,74 +169,81 @@ function runsRules() {
     { selector: "node.runs-count, edge.runs-count", style: { label: "data(runsLabel)" } },
     { selector: "edge.runs-count", style: { "text-events": "yes" } },
     ...heat,
-    { selector: "edge.runs-zero, edge.runs-absent", style: { opacity: 0.45, "line-color": "#98a2b3", "target-arrow-color": "#98a2b3", width: 1.4 } },
+    { selector: "edge.runs-zero, edge.runs-absent", style: { opacity: 0.45, "line-color": c.edge, "target-arrow-color": c.edge, width: 1.4 } },
     { selector: "edge.runs-absent", style: { "line-style": "dashed" } },
     { selector: "node.runs-none", style: { opacity: 0.6 } },
   ];
 }
 
-export const STYLE = [
-  {
-    selector: "node",
-    style: {
-      label: "data(label)", "text-wrap": "wrap", "text-max-width": 128, "text-valign": "center",
-      "text-halign": "center", "font-size": NODE_FONT, "font-family": "system-ui, sans-serif",
-      "line-height": 1.2, width: 176, height: 68, shape: "round-rectangle", "background-color": "#ffffff",
-      "border-width": 1.5, "border-color": "#98a2b3", color: "#1d2330",
-      // Level of detail: below 8 px on screen the text is not drawn (the card keeps its icon).
-      "min-zoomed-font-size": 8,
+/** Return the canvas's style sheet in `scheme` ("light" or "dark"). */
+export function canvasStyle(scheme = colourScheme()) {
+  const c = PALETTES[scheme];
+  return [
+    {
+      selector: "node",
+      style: {
+        label: "data(label)", "text-wrap": "wrap", "text-max-width": 128, "text-valign": "center",
+        "text-halign": "center", "font-size": NODE_FONT, "font-family": "system-ui, sans-serif",
+        "line-height": 1.2, width: 176, height: 68, shape: "round-rectangle", "background-color": c.node,
+        "border-width": 1.5, "border-color": c.nodeLine, color: c.text,
+        // Level of detail: below 8 px on screen the text is not drawn (the card keeps its icon).
+        "min-zoomed-font-size": 8,
+      },
     },
-  },
-  { selector: "node.step", style: { "text-margin-x": 14, "text-justification": "left" } },
-  ...kindRules(),
-  { selector: "node.kind-decision_tree", style: { shape: "cut-rectangle" } },
-  { selector: "node.kind-classify", style: { shape: "round-tag" } },
-  { selector: "node.first", style: { "border-width": 3.5 } },
-  {
-    selector: "node.terminal",
-    style: { width: 120, height: 54, "font-weight": "bold", shape: "round-octagon", "text-max-width": 110 },
-  },
-  { selector: "node.terminal.end", style: { "background-color": "#fef3f2", "border-color": "#d92d20", color: "#912018" } },
-  { selector: "node.terminal.complete", style: { "background-color": "#ecfdf3", "border-color": "#039855", color: "#05603a", shape: "ellipse" } },
-  {
-    selector: "node.missing",
-    style: { "border-style": "dashed", "border-color": "#d92d20", color: "#b42318", width: 150, height: 44, "text-max-width": 140 },
-  },
-  {
-    selector: "edge",
-    style: {
-      "curve-style": "bezier", "target-arrow-shape": "triangle", width: 1.6, "line-color": "#98a2b3",
-      "target-arrow-color": "#98a2b3", label: "data(label)", "font-size": EDGE_FONT, "text-wrap": "wrap",
-      "text-background-color": "#ffffff", "text-background-opacity": 0.92, "text-background-padding": 2,
-      "text-background-shape": "roundrectangle", "min-zoomed-font-size": 8, color: "#344054", "arrow-scale": 0.9,
-      // Parallel branches fan out far enough apart for their two-line labels to clear each other.
-      "control-point-step-size": 84,
+    { selector: "node.step", style: { "text-margin-x": 14, "text-justification": "left" } },
+    ...kindRules(scheme),
+    { selector: "node.kind-decision_tree", style: { shape: "cut-rectangle" } },
+    { selector: "node.kind-classify", style: { shape: "round-tag" } },
+    { selector: "node.first", style: { "border-width": 3.5 } },
+    {
+      selector: "node.terminal",
+      style: { width: 120, height: 54, "font-weight": "bold", shape: "round-octagon", "text-max-width": 110 },
     },
-  },
-  { selector: "edge:loop", style: { "loop-direction": "-30deg", "loop-sweep": "-70deg", "control-point-step-size": 84 } },
-  // A label that would pile onto another branch's (canvas.js spreadEdgeLabels) shows on hover.
-  { selector: "edge.label-crowded", style: { "text-opacity": 0, "text-background-opacity": 0 } },
-  {
-    selector: "edge.label-crowded.hovered",
-    style: { "text-opacity": 1, "text-background-opacity": 0.92, "z-index-compare": "manual", "z-index": 20 },
-  },
-  { selector: "edge.inactive", style: { "line-style": "dotted", opacity: 0.55 } },
-  { selector: "edge.leaf", style: { "line-style": "dashed", "line-color": "#7a5af8", "target-arrow-color": "#7a5af8", "font-style": "italic", color: "#5925dc" } },
-  { selector: ".has-warning", style: { "border-color": "#f79009", "line-color": "#f79009", "target-arrow-color": "#f79009" } },
-  { selector: ".has-error", style: { "border-color": "#d92d20", "line-color": "#d92d20", "target-arrow-color": "#d92d20", "border-style": "dashed" } },
-  { selector: "node.run-visited", style: { "background-color": "#d1fadf", "border-color": "#039855", "border-width": 3 } },
-  { selector: "node.run-failed", style: { "background-color": "#fee4e2", "border-color": "#d92d20", "border-width": 3 } },
-  { selector: "node.run-current", style: { "border-color": "#f79009", "border-width": 5 } },
-  { selector: "edge.run-taken", style: { width: 4, "line-color": "#039855", "target-arrow-color": "#039855", color: "#05603a" } },
-  { selector: "edge.run-lost", style: { opacity: 0.3, "line-color": "#98a2b3", "target-arrow-color": "#98a2b3" } },
-  { selector: "edge.uncovered", style: { "line-style": "dashed", width: 3, "line-color": "#f79009", "target-arrow-color": "#f79009" } },
-  { selector: "edge.covered", style: { width: 3, "line-color": "#12b76a", "target-arrow-color": "#12b76a" } },
-  ...runsRules(),
-  { selector: "node:selected", style: { "border-color": "#f79009", "border-width": 4, "overlay-opacity": 0.06 } },
-  { selector: "edge:selected", style: { "line-color": "#f79009", "target-arrow-color": "#f79009", width: 3.5, "z-index": 10 } },
-  { selector: ".eh-ghost-edge, edge.eh-preview", style: { "line-color": "#f79009", "target-arrow-color": "#f79009", "line-style": "dashed", width: 2, label: "" } },
-  { selector: ".eh-ghost-node", style: { opacity: 0 } },
-  { selector: "node.eh-target, node.eh-hover", style: { "border-color": "#f79009", "border-width": 4 } },
-];
+    { selector: "node.terminal.end", style: { "background-color": c.end.bg, "border-color": c.end.line, color: c.end.text } },
+    { selector: "node.terminal.complete", style: { "background-color": c.complete.bg, "border-color": c.complete.line, color: c.complete.text, shape: "ellipse" } },
+    {
+      selector: "node.missing",
+      style: { "border-style": "dashed", "border-color": c.missing.line, color: c.missing.text, width: 150, height: 44, "text-max-width": 140 },
+    },
+    {
+      selector: "edge",
+      style: {
+        "curve-style": "bezier", "target-arrow-shape": "triangle", width: 1.6, "line-color": c.edge,
+        "target-arrow-color": c.edge, label: "data(label)", "font-size": EDGE_FONT, "text-wrap": "wrap",
+        "text-background-color": c.labelBg, "text-background-opacity": 0.92, "text-background-padding": 2,
+        "text-background-shape": "roundrectangle", "min-zoomed-font-size": 8, color: c.edgeText, "arrow-scale": 0.9,
+        // Parallel branches fan out far enough apart for their two-line labels to clear each other.
+        "control-point-step-size": 84,
+      },
+    },
+    { selector: "edge:loop", style: { "loop-direction": "-30deg", "loop-sweep": "-70deg", "control-point-step-size": 84 } },
+    // A label that would pile onto another branch's (canvas.js spreadEdgeLabels) shows on hover.
+    { selector: "edge.label-crowded", style: { "text-opacity": 0, "text-background-opacity": 0 } },
+    {
+      selector: "edge.label-crowded.hovered",
+      style: { "text-opacity": 1, "text-background-opacity": 0.92, "z-index-compare": "manual", "z-index": 20 },
+    },
+    { selector: "edge.inactive", style: { "line-style": "dotted", opacity: 0.55 } },
+    { selector: "edge.leaf", style: { "line-style": "dashed", "line-color": c.leaf.line, "target-arrow-color": c.leaf.line, "font-style": "italic", color: c.leaf.text } },
+    { selector: ".has-warning", style: { "border-color": c.warning, "line-color": c.warning, "target-arrow-color": c.warning } },
+    { selector: ".has-error", style: { "border-color": c.error, "line-color": c.error, "target-arrow-color": c.error, "border-style": "dashed" } },
+    { selector: "node.run-visited", style: { "background-color": c.visited.bg, "border-color": c.visited.line, "border-width": 3 } },
+    { selector: "node.run-failed", style: { "background-color": c.failed.bg, "border-color": c.failed.line, "border-width": 3 } },
+    { selector: "node.run-current", style: { "border-color": c.selected, "border-width": 5 } },
+    { selector: "edge.run-taken", style: { width: 4, "line-color": c.taken.line, "target-arrow-color": c.taken.line, color: c.taken.text } },
+    { selector: "edge.run-lost", style: { opacity: 0.3, "line-color": c.edge, "target-arrow-color": c.edge } },
+    { selector: "edge.uncovered", style: { "line-style": "dashed", width: 3, "line-color": c.warning, "target-arrow-color": c.warning } },
+    { selector: "edge.covered", style: { width: 3, "line-color": c.covered, "target-arrow-color": c.covered } },
+    ...runsRules(scheme),
+    { selector: "node:selected", style: { "border-color": c.selected, "border-width": 4, "overlay-opacity": 0.06 } },
+    { selector: "edge:selected", style: { "line-color": c.selected, "target-arrow-color": c.selected, width: 3.5, "z-index": 10 } },
+    { selector: ".eh-ghost-edge, edge.eh-preview", style: { "line-color": c.selected, "target-arrow-color": c.selected, "line-style": "dashed", width: 2, label: "" } },
+    { selector: ".eh-ghost-node", style: { opacity: 0 } },
+    { selector: "node.eh-target, node.eh-hover", style: { "border-color": c.selected, "border-width": 4 } },
+  ];
+}
+
+/** The sizes are the same in every scheme: the layout, and its cache's key, read this sheet. */
+export const LAYOUT_STYLE = canvasStyle("light");
 
 export const LAYOUT = { name: "dagre", rankDir: "LR", nodeSep: 34, rankSep: 110, edgeSep: 14, fit: true, padding: 30, animate: false };

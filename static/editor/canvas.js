@@ -5,7 +5,7 @@
  * labels that would pile up shown on hover, the navigator kept clear of the steps, and the
  * tooltip of a branch.
  */
-import { LAYOUT, MAX_FIT_ZOOM, MIN_FIT_ZOOM, STYLE } from "./canvas-style.js";
+import { canvasStyle, LAYOUT, LAYOUT_STYLE, MAX_FIT_ZOOM, MIN_FIT_ZOOM, onColourSchemeChange } from "./canvas-style.js";
 import { summarize } from "./catalog.js";
 import { layOutOnOpen } from "./layout.js";
 import { branchEdges, COMPLETE_ID, END_ID, syncEdges } from "./recipe-graph.js";
@@ -113,7 +113,7 @@ export function createCanvas(built) {
   const cy = cytoscape({
     container: container,
     elements: built.elements,
-    style: STYLE,
+    style: canvasStyle(),
     layout: { name: "preset", fit: false },
     minZoom: 0.05,
     maxZoom: 3,
@@ -124,13 +124,14 @@ export function createCanvas(built) {
     hideEdgesOnViewport: big,
     motionBlur: false,
   });
+  onColourSchemeChange((scheme) => cy.style(canvasStyle(scheme)));
   cy.edges('[kind = "branch"]').forEach((e) => {
     if (e.data("branch").active === false) e.addClass("inactive");
   });
   syncEdges(cy);
   if (built.needsLayout && built.positionedCount === 0) {
     container.style.visibility = "hidden";
-    placement = layOutOnOpen(cy, STYLE, LAYOUT).then((source) => {
+    placement = layOutOnOpen(cy, LAYOUT_STYLE, LAYOUT).then((source) => {
       container.style.visibility = "";
       fitReadable(cy);
       performance.mark("editor-laid-out");

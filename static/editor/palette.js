@@ -7,7 +7,7 @@
  * listed here when the palette opens. A command runs the tool bar's own button or the
  * clipboard's function, so each behaviour stays in one place.
  */
-import { kindIcon } from "./canvas-style.js";
+import { colourScheme, kindIcon, onColourSchemeChange } from "./canvas-style.js";
 import { modelPosition, selectElement } from "./canvas.js";
 import { canPaste, copySelection, duplicateSelection, paste } from "./clipboard.js";
 import { stepNodes } from "./recipe-graph.js";
@@ -204,10 +204,16 @@ function initDragging() {
   });
 }
 
+function drawIcons(scheme) {
+  list.querySelectorAll("[data-add-step] img.palette-icon").forEach((icon) => {
+    icon.src = kindIcon(icon.closest("[data-add-step]").dataset.addStep, scheme);
+  });
+}
+
 export function initPalette() {
+  drawIcons(colourScheme());
+  onColourSchemeChange(drawIcons);
   list.querySelectorAll("[data-add-step]").forEach((li) => {
-    const icon = li.querySelector("img.palette-icon");
-    if (icon) icon.src = kindIcon(li.dataset.addStep);
     li.dataset.search = li.dataset.search.toLowerCase();
   });
   opener.addEventListener("click", () => (palette.hidden ? openPalette() : closePalette(false)));

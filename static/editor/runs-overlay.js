@@ -13,11 +13,11 @@
  * and branch name: those of branches the draft no longer has are listed in a note. Text from
  * the server is only ever set as text.
  */
-import { HEAT } from "./canvas-style.js";
+import { HEAT_LEVELS, heatScale } from "./canvas-style.js";
 import { branchEdges, stepNodes } from "./recipe-graph.js";
 import * as store from "./store.js";
 
-const HEAT_CLASSES = HEAT.map((_, i) => "runs-heat-" + (i + 1));
+const HEAT_CLASSES = Array.from({ length: HEAT_LEVELS }, (_, i) => "runs-heat-" + (i + 1));
 const CLASSES = ["runs-count", "runs-zero", "runs-absent", "runs-none"].concat(HEAT_CLASSES).join(" ");
 const DATA = "runsLabel runsRuns runsTaken";
 
@@ -37,10 +37,10 @@ function key(step, branch) {
   return step + "\u0000" + branch;
 }
 
-/** Return a branch's heat, 1 (least) to HEAT.length (most taken), or 0 when never taken. */
+/** Return a branch's heat, 1 (least) to HEAT_LEVELS (most taken), or 0 when never taken. */
 export function heatLevel(taken, max) {
   if (!taken || !max) return 0;
-  return Math.max(1, Math.min(HEAT.length, Math.ceil((taken / max) * HEAT.length)));
+  return Math.max(1, Math.min(HEAT_LEVELS, Math.ceil((taken / max) * HEAT_LEVELS)));
 }
 
 function countText(found) {
@@ -212,7 +212,7 @@ function fillNote(missing) {
 function fillLegend() {
   const legend = dom.legend;
   legend.append(element("span", "", "fewer"));
-  HEAT.forEach((h) => {
+  heatScale().forEach((h) => {
     const swatch = element("span", "swatch");
     swatch.style.background = h.color;
     swatch.style.height = h.width + "px";

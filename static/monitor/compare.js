@@ -8,31 +8,38 @@
  * (run-graph.js).
  */
 import { COMPLETE_ID, END_ID } from "../editor/recipe-graph.js";
-import { createRunGraph, edgeOf, nodeOf, runLayout, TAKEN_LABEL } from "./run-graph.js";
+import { createRunGraph, edgeOf, nodeOf, runLayout, takenLabel } from "./run-graph.js";
 
 const config = JSON.parse(document.getElementById("compare-config").textContent);
 const container = document.getElementById("compare-graph");
 
-const COLORS = { a: "#dc6803", b: "#2f5bea", both: "#12805c", first: "#c4320a" };
+// Each run's colour (A, B, both) and the first change's, with the steps' fills, per scheme.
+const COLOURS = {
+  light: { a: "#dc6803", b: "#2f5bea", both: "#12805c", first: "#c4320a", aBg: "#fef0c7", bBg: "#d1e9ff", bothBg: "#d1fadf" },
+  dark: { a: "#f5a545", b: "#8cb0ff", both: "#47cd89", first: "#ff8a7a", aBg: "#47300a", bBg: "#1c3366", bothBg: "#0b3b26" },
+};
 
-const STYLE = [
-  { selector: "node.path-a", style: { "background-color": "#fef0c7", "border-color": COLORS.a, "border-width": 2 } },
-  { selector: "node.path-b", style: { "background-color": "#d1e9ff", "border-color": COLORS.b, "border-width": 2 } },
-  { selector: "node.path-a.path-b", style: { "background-color": "#d1fadf", "border-color": COLORS.both } },
-  { selector: "node.first-change", style: { "border-width": 4, "border-color": COLORS.first } },
-  { selector: "edge.path-a, edge.path-b", style: { width: 3, ...TAKEN_LABEL } },
-  { selector: "edge.path-a", style: { "line-color": COLORS.a, "target-arrow-color": COLORS.a, "line-style": "dashed" } },
-  { selector: "edge.path-b", style: { "line-color": COLORS.b, "target-arrow-color": COLORS.b, "line-style": "solid" } },
-  { selector: "edge.path-a.path-b", style: { "line-color": COLORS.both, "target-arrow-color": COLORS.both } },
-  { selector: "edge.first-change", style: { width: 5, "font-weight": "bold", color: COLORS.first } },
-];
+function pathStyle(scheme) {
+  const c = COLOURS[scheme];
+  return [
+    { selector: "node.path-a", style: { "background-color": c.aBg, "border-color": c.a, "border-width": 2 } },
+    { selector: "node.path-b", style: { "background-color": c.bBg, "border-color": c.b, "border-width": 2 } },
+    { selector: "node.path-a.path-b", style: { "background-color": c.bothBg, "border-color": c.both } },
+    { selector: "node.first-change", style: { "border-width": 4, "border-color": c.first } },
+    { selector: "edge.path-a, edge.path-b", style: { width: 3, ...takenLabel(scheme) } },
+    { selector: "edge.path-a", style: { "line-color": c.a, "target-arrow-color": c.a, "line-style": "dashed" } },
+    { selector: "edge.path-b", style: { "line-color": c.b, "target-arrow-color": c.b, "line-style": "solid" } },
+    { selector: "edge.path-a.path-b", style: { "line-color": c.both, "target-arrow-color": c.both } },
+    { selector: "edge.first-change", style: { width: 5, "font-weight": "bold", color: c.first } },
+  ];
+}
 
 /** Draw the graph and mark both paths; return the Cytoscape instance, or null. */
 function draw() {
   const cy = createRunGraph({
     container,
     doc: config.document,
-    style: STYLE,
+    style: pathStyle,
     missing: "The graph library is not installed here (make vendor); the table below says the same.",
   });
   if (!cy) return null;

@@ -9,7 +9,7 @@
  */
 import { COMPLETE_ID, END_ID } from "../editor/recipe-graph.js";
 import { loadPartial } from "./partials.js";
-import { createRunGraph, edgeOf, fillPanel, nodeOf, runLayout, TAKEN_LABEL } from "./run-graph.js";
+import { createRunGraph, edgeOf, fillPanel, nodeOf, runLayout, takenLabel } from "./run-graph.js";
 import { RunSocket } from "./socket.js";
 
 const config = JSON.parse(document.getElementById("monitor-config").textContent);
@@ -189,18 +189,27 @@ function cardOfTask(task) {
 
 // --- the graph ------------------------------------------------------------------------------
 
+// The run's path in each colour scheme: the steps it visited and the branches it took.
+const PATH_COLOURS = {
+  light: { visited: "#d1fadf", visitedLine: "#12805c", path: "#2f5bea" },
+  dark: { visited: "#0b3b26", visitedLine: "#47cd89", path: "#8cb0ff" },
+};
+
 function createGraph(doc, path) {
   const cy = createRunGraph({
     container: document.getElementById("run-graph"),
     doc,
-    style: [
-      { selector: "node.visited", style: { "background-color": "#d1fadf", "border-color": "#12805c" } },
-      { selector: "node.current", style: { "border-width": 3, "border-color": "#2f5bea" } },
-      {
-        selector: "edge.taken",
-        style: { width: 3, "line-color": "#2f5bea", "target-arrow-color": "#2f5bea", ...TAKEN_LABEL },
-      },
-    ],
+    style: (scheme) => {
+      const c = PATH_COLOURS[scheme];
+      return [
+        { selector: "node.visited", style: { "background-color": c.visited, "border-color": c.visitedLine } },
+        { selector: "node.current", style: { "border-width": 3, "border-color": c.path } },
+        {
+          selector: "edge.taken",
+          style: { width: 3, "line-color": c.path, "target-arrow-color": c.path, ...takenLabel(scheme) },
+        },
+      ];
+    },
     layout: runLayout({ nodeSep: 16, rankSep: 28 }),
     missing: "The graph library is not installed here (make vendor).",
   });

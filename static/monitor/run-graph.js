@@ -4,33 +4,47 @@
  * Both pages show a run's path on the recipe (recipe-graph.js converts the document) with the
  * same steps, terminals and branches; each adds the styles of its own marks on top.
  */
+import { colourScheme, onColourSchemeChange } from "../editor/canvas-style.js";
 import { toElements } from "../editor/recipe-graph.js";
 
-/** Steps, terminals, steps the version no longer has, and branches, before any mark. */
-export const BASE_STYLE = [
-  {
-    selector: "node",
-    style: {
-      label: "data(label)", "text-wrap": "wrap", "text-valign": "center", "font-size": 11,
-      "text-max-width": 112, shape: "round-rectangle", width: 120, height: 40, "background-color": "#f2f4f7",
-      "border-width": 1, "border-color": "#d0d5dd", color: "#344054",
-    },
-  },
-  { selector: 'node[kind = "terminal"]', style: { shape: "ellipse", width: 80 } },
-  { selector: 'node[kind = "missing"]', style: { "border-style": "dashed", opacity: 0.6 } },
-  {
-    selector: "edge",
-    style: {
-      width: 1, "curve-style": "bezier", "line-color": "#d0d5dd",
-      "target-arrow-shape": "triangle", "target-arrow-color": "#d0d5dd", "arrow-scale": 0.7,
-    },
-  },
-];
-
-/** The style of a taken branch's label (the branch's `takenLabel` data). */
-export const TAKEN_LABEL = {
-  label: "data(takenLabel)", "font-size": 8, "text-background-color": "#fff", "text-background-opacity": 1,
+// The graph's own colours in each scheme (canvas-style.js: the canvases follow the system's).
+const BASE_COLOURS = {
+  light: { node: "#f2f4f7", line: "#d0d5dd", text: "#344054", edge: "#d0d5dd", label: "#000000", labelBg: "#ffffff" },
+  dark: { node: "#1d2433", line: "#4a566b", text: "#cfd4dc", edge: "#5d6b82", label: "#e6e9ef", labelBg: "#0f1420" },
 };
+
+/** Steps, terminals, steps the version no longer has, and branches, before any mark. */
+export function baseStyle(scheme) {
+  const c = BASE_COLOURS[scheme];
+  return [
+    {
+      selector: "node",
+      style: {
+        label: "data(label)", "text-wrap": "wrap", "text-valign": "center", "font-size": 11,
+        "text-max-width": 112, shape: "round-rectangle", width: 120, height: 40, "background-color": c.node,
+        "border-width": 1, "border-color": c.line, color: c.text,
+      },
+    },
+    { selector: 'node[kind = "terminal"]', style: { shape: "ellipse", width: 80 } },
+    { selector: 'node[kind = "missing"]', style: { "border-style": "dashed", opacity: 0.6 } },
+    {
+      selector: "edge",
+      style: {
+        width: 1, "curve-style": "bezier", "line-color": c.edge,
+        "target-arrow-shape": "triangle", "target-arrow-color": c.edge, "arrow-scale": 0.7,
+      },
+    },
+  ];
+}
+
+/** The style of a taken branch's label (the branch's `takenLabel` data) in `scheme`. */
+export function takenLabel(scheme) {
+  const c = BASE_COLOURS[scheme];
+  return {
+    label: "data(takenLabel)", "font-size": 8, color: c.label, "text-background-color": c.labelBg,
+    "text-background-opacity": 1,
+  };
+}
 
 /** Return the layout: top to bottom with dagre where it is installed, breadthfirst otherwise. */
 export function runLayout({ nodeSep, rankSep }) {
@@ -40,9 +54,10 @@ export function runLayout({ nodeSep, rankSep }) {
 }
 
 /**
- * Draw the recipe `doc` in `container` with BASE_STYLE and then `style`; return the Cytoscape
- * instance, or null (saying `missing` in the container) when the graph library is not installed.
- * A `layout` runs at once; without one the caller lays the graph out.
+ * Draw the recipe `doc` in `container` with the base style and then `style(scheme)` (the marks'
+ * rules in a colour scheme); return the Cytoscape instance, or null (saying `missing` in the
+ * container) when the graph library is not installed. A `layout` runs at once; without one the
+ * caller lays the graph out. The graph is restyled when the system's colour scheme changes.
  */
 export function createRunGraph({ container, doc, style, layout, missing }) {
   if (!window.cytoscape) {
@@ -55,15 +70,18 @@ export function createRunGraph({ container, doc, style, layout, missing }) {
     window.cytoscape.__branchlineDagre = true;
   }
   const { elements } = toElements(doc);
-  return window.cytoscape({
+  const sheet = (scheme) => [...baseStyle(scheme), ...style(scheme)];
+  const cy = window.cytoscape({
     container,
     elements,
     autoungrabify: true,
     boxSelectionEnabled: false,
     wheelSensitivity: 0.3,
-    style: [...BASE_STYLE, ...style],
+    style: sheet(colourScheme()),
     ...(layout ? { layout } : {}),
   });
+  onColourSchemeChange((scheme) => cy.style(sheet(scheme)));
+  return cy;
 }
 
 /**

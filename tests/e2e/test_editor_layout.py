@@ -30,7 +30,7 @@ PLACEMENT = """async () => {
 IN_PAGE = """async () => {
     const style = await import("/static/editor/canvas-style.js");
     const cy = branchline.cy;
-    const copy = cytoscape({headless: true, styleEnabled: true, style: style.STYLE,
+    const copy = cytoscape({headless: true, styleEnabled: true, style: style.LAYOUT_STYLE,
                             elements: cy.elements().jsons()});
     copy.layout(Object.assign({}, style.LAYOUT, {fit: false})).run();
     const positions = {};

@@ -169,6 +169,66 @@ def test_axe_finds_no_violation_on_any_page(
     assert errors == []
 
 
+# The colours a graph is drawn in: its box's background, a step's card and text, a branch's line.
+GRAPH_COLOURS = """(name) => {
+    const box = name === "editor" ? document.querySelector(".canvas-area") : document.getElementById("run-graph");
+    const cy = name === "editor" ? branchline.cy : box._cyreg.cy;
+    const step = cy.nodes('[kind = "step"]')[0];
+    return {
+        background: getComputedStyle(box).backgroundColor,
+        card: step.style("background-color"),
+        text: step.style("color"),
+        line: cy.edges()[0].style("line-color"),
+    };
+}"""
+
+
+def rgb(colour: str) -> tuple[int, int, int]:
+    red, green, blue = map(int, re.findall(r"\d+", colour)[:3])
+    return red, green, blue
+
+
+def contrast(one: str, other: str) -> float:
+    """The WCAG contrast ratio of two colours."""
+
+    def luminance(colour: str) -> float:
+        linear = [c / 255 for c in rgb(colour)]
+        linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in linear]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    lighter, darker = sorted([luminance(one), luminance(other)], reverse=True)
+    return (lighter + 0.05) / (darker + 0.05)
+
+
+def test_the_graphs_follow_the_colour_scheme_when_it_changes(
+    app_server: AppServer, chromium: Any, finished_run: int
+) -> None:
+    ctx = signed_in(chromium, app_server, color_scheme="light")
+    page = ctx.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    for name in ("editor", "monitor"):
+        page.emulate_media(color_scheme="light")
+        page.goto(pages(finished_run)[name])
+        settle(page, name)
+        light = page.evaluate(GRAPH_COLOURS, name)
+        # The system setting changes while the page is open: the graph is drawn again in it.
+        page.emulate_media(color_scheme="dark")
+        page.wait_for_function(
+            f"(name) => ({GRAPH_COLOURS})(name).card !== {json.dumps(light['card'])}", arg=name
+        )
+        dark = page.evaluate(GRAPH_COLOURS, name)
+        page.screenshot(path=str(ARTIFACTS / f"everywhere-turned-dark-{name}.png"))
+        assert sum(rgb(light["background"])) > 3 * 230 and sum(rgb(dark["background"])) < 3 * 40
+        assert sum(rgb(light["card"])) > 3 * 200 and sum(rgb(dark["card"])) < 3 * 64, (light, dark)
+        assert light["line"] != dark["line"]
+        for scheme, colours in (("light", light), ("dark", dark)):
+            ratio = contrast(colours["text"], colours["card"])
+            assert ratio >= 4.5, f"{name}, {scheme}: a step's text at {ratio:.2f}:1 ({colours})"
+    ctx.close()
+    assert errors == []
+
+
 @pytest.mark.parametrize("width", [360, 390])
 def test_the_inbox_and_the_monitor_fit_a_phone(
     app_server: AppServer, chromium: Any, finished_run: int, width: int
