@@ -13,7 +13,7 @@
  * and branch name: those of branches the draft no longer has are listed in a note. Text from
  * the server is only ever set as text.
  */
-import { HEAT_LEVELS, heatScale } from "./canvas-style.js";
+import { colourScheme, HEAT_LEVELS, heatScale, onColourSchemeChange } from "./canvas-style.js";
 import { branchEdges, stepNodes } from "./recipe-graph.js";
 import * as store from "./store.js";
 
@@ -209,10 +209,11 @@ function fillNote(missing) {
   note.append(list);
 }
 
-function fillLegend() {
+// Drawn again when the colour scheme changes, as the branches are.
+function fillLegend(scheme) {
   const legend = dom.legend;
-  legend.append(element("span", "", "fewer"));
-  heatScale().forEach((h) => {
+  legend.replaceChildren(element("span", "", "fewer"));
+  heatScale(scheme).forEach((h) => {
     const swatch = element("span", "swatch");
     swatch.style.background = h.color;
     swatch.style.height = h.width + "px";
@@ -359,7 +360,8 @@ export function initRunsOverlay(config) {
     popClose: document.getElementById("runs-popover-close"),
   };
   dom.panel.dataset.state = "off";
-  fillLegend();
+  fillLegend(colourScheme());
+  onColourSchemeChange(fillLegend);
   dom.button.addEventListener("click", () => show(!shown));
   dom.close.addEventListener("click", () => {
     show(false);

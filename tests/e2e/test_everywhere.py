@@ -179,6 +179,8 @@ GRAPH_COLOURS = """(name) => {
         card: step.style("background-color"),
         text: step.style("color"),
         line: cy.edges()[0].style("line-color"),
+        // The runs overlay's heat legend (the editor's only).
+        heat: [...document.querySelectorAll("#runs-legend .swatch")].map((s) => s.style.background),
     };
 }"""
 
@@ -222,6 +224,8 @@ def test_the_graphs_follow_the_colour_scheme_when_it_changes(
         assert sum(rgb(light["background"])) > 3 * 230 and sum(rgb(dark["background"])) < 3 * 40
         assert sum(rgb(light["card"])) > 3 * 200 and sum(rgb(dark["card"])) < 3 * 64, (light, dark)
         assert light["line"] != dark["line"]
+        if name == "editor":
+            assert len(dark["heat"]) == 5 and light["heat"] != dark["heat"], (light, dark)
         for scheme, colours in (("light", light), ("dark", dark)):
             ratio = contrast(colours["text"], colours["card"])
             assert ratio >= 4.5, f"{name}, {scheme}: a step's text at {ratio:.2f}:1 ({colours})"
