@@ -16,16 +16,17 @@ app.autodiscover_tasks()
 
 
 @signals.celeryd_init.connect
-@signals.beat_init.connect
-def use_persistent_connections(**_: Any) -> None:
-    """Give this worker (or beat) process a persistent database connection instead of the pool.
+def size_the_worker_pool(**_: Any) -> None:
+    """Give this worker process its own bounds on the connection pool.
 
-    Settings give every process the connection pool that the ASGI server needs. A worker process
-    runs one task at a time on one thread, so a pool would only add idle connections and its
-    own threads, which a prefork worker's fork does not carry over. Sent by `celery worker` and
-    `celery beat` before they touch the database; the embedded worker (a worker inside the web
-    process) sends neither and keeps the pool.
+    Settings size the pool for the ASGI server. A worker's threads hold a connection only
+    while they read or commit (a step gives it back while it waits on a model:
+    workflows/connections.py), so a few serve a hundred steps in flight; a step that finds
+    them all busy waits longer than a request would. Sent by `celery worker` before it
+    touches the database; the embedded worker (inside the web process) shares the web pool.
     """
-    database = settings.DATABASES["default"]
-    if database.get("OPTIONS", {}).pop("pool", None):
-        database["CONN_MAX_AGE"] = settings.DATABASE_WORKER_CONN_MAX_AGE
+    pool = settings.DATABASES["default"].get("OPTIONS", {}).get("pool")
+    if pool:
+        pool["max_size"] = settings.DATABASE_WORKER_POOL_MAX_SIZE
+        pool["min_size"] = min(pool["min_size"], pool["max_size"])
+        pool["timeout"] = pool["reconnect_timeout"] = settings.DATABASE_WORKER_POOL_TIMEOUT

@@ -142,26 +142,34 @@ if _db["ENGINE"] == "django.db.backends.postgresql":
     # behind a pooler that cannot keep prepared statements (PgBouncer < 1.21 in transaction mode).
     if env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
         _db.setdefault("OPTIONS", {}).setdefault("prepare_threshold", 5)
-    # The ASGI server runs each request's and each consumer call's sync code in a thread of its
-    # own: with persistent connections each of those threads kept one (~95 for 50 concurrent
-    # requests, past PostgreSQL's max_connections). So every process shares a bounded pool,
-    # and a connection goes back to it when the request or the consumer call ends
-    # (CONN_MAX_AGE=0). A request that finds the pool busy for DATABASE_POOL_TIMEOUT seconds
-    # fails with PoolTimeout, an OperationalError: a 503, never an endless wait. Pooled
-    # connections keep the statements prepared on them. Celery worker processes run one task
-    # per process at a time and switch to a persistent connection when they start
-    # (config/celery.py): closing and reopening costs ~10 ms a step.
+    # Every process shares a bounded pool of connections: the ASGI server runs each request's
+    # and each consumer call's sync code in a thread of its own, and a worker runs each step in
+    # a thread of its own, giving its connection back while it waits on a model
+    # (workflows/connections.py). A connection goes back to the pool when the request, the
+    # consumer call or the task ends (CONN_MAX_AGE=0). A request that finds the pool busy for
+    # DATABASE_POOL_TIMEOUT seconds fails with PoolTimeout, an OperationalError: a 503, never
+    # an endless wait. Pooled connections keep the statements prepared on them. A worker
+    # process sizes its pool by the DATABASE_WORKER_POOL_* values (config/celery.py).
     DATABASE_POOL_MIN_SIZE = env.int("DATABASE_POOL_MIN_SIZE", default=2)
     DATABASE_POOL_MAX_SIZE = env.int("DATABASE_POOL_MAX_SIZE", default=20)
     DATABASE_POOL_TIMEOUT = env.float("DATABASE_POOL_TIMEOUT", default=10.0)
-    if DATABASE_POOL_MAX_SIZE < 1:
-        raise ImproperlyConfigured("DATABASE_POOL_MAX_SIZE must be at least 1")
+    DATABASE_WORKER_POOL_MAX_SIZE = env.int("DATABASE_WORKER_POOL_MAX_SIZE", default=8)
+    DATABASE_WORKER_POOL_TIMEOUT = env.float("DATABASE_WORKER_POOL_TIMEOUT", default=30.0)
+    for _name, _size in [
+        ("DATABASE_POOL_MAX_SIZE", DATABASE_POOL_MAX_SIZE),
+        ("DATABASE_WORKER_POOL_MAX_SIZE", DATABASE_WORKER_POOL_MAX_SIZE),
+    ]:
+        if _size < 1:
+            raise ImproperlyConfigured(f"{_name} must be at least 1")
     if not 0 <= DATABASE_POOL_MIN_SIZE <= DATABASE_POOL_MAX_SIZE:
         raise ImproperlyConfigured(
             "DATABASE_POOL_MIN_SIZE must be between 0 and DATABASE_POOL_MAX_SIZE"
         )
-    if DATABASE_POOL_TIMEOUT <= 0:
-        raise ImproperlyConfigured("DATABASE_POOL_TIMEOUT must be a number of seconds above 0")
+    if DATABASE_POOL_TIMEOUT <= 0 or DATABASE_WORKER_POOL_TIMEOUT <= 0:
+        raise ImproperlyConfigured(
+            "DATABASE_POOL_TIMEOUT and DATABASE_WORKER_POOL_TIMEOUT must be numbers of seconds "
+            "above 0"
+        )
     # CONN_HEALTH_CHECKS has the pool try each connection before handing it out, so one that
     # died in a database restart is never used. The pool reconnects in the background with a
     # doubling wait (1, 2, 4 s...), which would leave requests failing for seconds after the
@@ -175,7 +183,6 @@ if _db["ENGINE"] == "django.db.backends.postgresql":
         "name": "branchline",
     }
     _db["CONN_MAX_AGE"] = 0
-    DATABASE_WORKER_CONN_MAX_AGE = env.int("CONN_MAX_AGE", default=60)
 elif _db["ENGINE"] == "django.db.backends.sqlite3":
     # The embedded worker writes from another thread: wait for the lock instead of failing.
     _db.setdefault("OPTIONS", {}).update(
@@ -308,6 +315,13 @@ else:
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A worker runs each step in a thread: a step spends its time waiting on a model, holding no
+# database connection meanwhile (workflows/connections.py), so one process keeps many calls in
+# flight. `celery -A config worker` takes these; `--pool` and `-c` override them.
+CELERY_WORKER_POOL = "threads"
+CELERY_WORKER_CONCURRENCY = env.int("WORKER_CONCURRENCY", default=100)
+if CELERY_WORKER_CONCURRENCY < 1:
+    raise ImproperlyConfigured("WORKER_CONCURRENCY must be at least 1")
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

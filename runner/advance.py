@@ -17,10 +17,11 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from workflows import engine
+from workflows.connections import release
 
 from . import actors, capacity, dispatch, events, model_calls, notifications, store, tracing
 from .claims import SCRIPTED_TIMEOUT, Claim, StepCommit, StepOutcome
-from .lease import LeaseKeeper
+from .lease import keeper
 from .models import BranchEvaluation, HumanTask, ModelCall, StepRun
 from .outages import DATABASE_ERRORS
 from .status import TERMINAL, Outcome, RunStatus, StepStatus, TaskStatus, check_transition
@@ -45,9 +46,10 @@ def advance(run_id: int, *, time_slice: float | None = None, resume_token: str =
         raise Interrupted(run_id, resume_token) from exc  # still ours to take back
     if claim is None:
         return
+    release()  # the pool's until the step next reads or commits
     # One lease token for the slice: each commit checks it together with the step's seq.
     try:
-        with LeaseKeeper(claim.run_id, claim.token):
+        with keeper.holding(claim.run_id, claim.token):
             while claim is not None:
                 try:
                     with tracing.step_span(claim) as span:
@@ -57,6 +59,7 @@ def advance(run_id: int, *, time_slice: float | None = None, resume_token: str =
                     wait_for_capacity(claim, full)
                     return
                 claim = commit(claim, outcome, decision, go_on=time.monotonic() < deadline)
+                release()
     except DATABASE_ERRORS as exc:
         raise Interrupted(run_id, claim.token if claim else "") from exc
 

@@ -38,9 +38,11 @@ def start() -> TestWorkController:
         setup_app_for_worker(app, "warning", None)
         worker = TestWorkController(
             app=app,
-            concurrency=1,
+            # Steps in threads, as a `celery worker`'s (settings.CELERY_WORKER_POOL): many calls
+            # in flight, each giving its database connection back while it waits.
+            concurrency=settings.CELERY_WORKER_CONCURRENCY,
             hostname="embedded@branchline",
-            pool="solo",
+            pool=settings.CELERY_WORKER_POOL,
             loglevel="warning",
             logfile=None,
             ready_callback=None,

@@ -100,9 +100,10 @@ def mark_unsent(run_id: int) -> None:
     Run.objects.filter(pk=run_id).update(enqueued_at=None)
 
 
-def renew_lease(run_id: int, token: str) -> None:
-    """Extend the lease `token` holds on the run (nothing if it no longer holds it)."""
-    Run.objects.filter(pk=run_id, lease_token=token).update(
+def renew_leases(tokens: dict[str, int]) -> None:
+    """Extend the leases these tokens hold on their runs (lease token -> run id); a token that
+    no longer holds its run's lease extends nothing."""
+    Run.objects.filter(pk__in=tokens.values(), lease_token__in=list(tokens)).update(
         lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds())
     )
 

@@ -32,6 +32,7 @@ from mcp_types import CallToolResult, EmbeddedResource, TextContent, TextResourc
 from pydantic import ValidationError
 
 from workflows.actor_urls import Allowlist, URLRefused, check_base_url, settings_allowlist
+from workflows.connections import release
 
 from .models import ToolServer
 from .transport import PinnedTransport, ResponseTooLarge, too_large_message
@@ -185,6 +186,7 @@ def _run(make: Callable[[], Awaitable[T]], timeout: float, *, server: ToolServer
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        release()  # the thread waits on the server now: its database connection is not needed
         return run()
     # Called from async code (a consumer, an async view): anyio.run needs a thread of its own.
     with ThreadPoolExecutor(max_workers=1) as pool:

@@ -16,16 +16,26 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
+from functools import cache
 
 import httpx
 
 from .actor_urls import Allowlist, connect_addresses
+from .connections import release
 
 # (host, port, allowlist) -> the addresses to connect to, or None to connect by name.
 ConnectCheck = Callable[[str, int, Allowlist], list[str] | None]
+
+
+@cache
+def _tls_context() -> ssl.SSLContext:
+    """The TLS settings of every call, made once per process: loading the CA bundle costs
+    milliseconds, and a worker makes hundreds of calls a second. SSLContext is thread-safe."""
+    return httpx.create_ssl_context()
 
 
 class BodyTooLarge(Exception):
@@ -118,7 +128,7 @@ class GuardedTransport(httpx.BaseTransport):
         max_body_bytes: int,
         connect_check: ConnectCheck = connect_addresses,
     ) -> None:
-        self._inner = httpx.HTTPTransport()
+        self._inner = httpx.HTTPTransport(verify=_tls_context())
         self._allowlist = allowlist
         self._connect_check = connect_check
         self._deadline = deadline
@@ -126,6 +136,7 @@ class GuardedTransport(httpx.BaseTransport):
         self._watchdogs: list[_Watchdog] = []
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
+        release()  # the thread waits on the server now: its database connection is not needed
         url = request.url
         port = url.port or (443 if url.scheme == "https" else 80)
         addresses = self._connect_check(url.host, port, self._allowlist)

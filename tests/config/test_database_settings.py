@@ -33,7 +33,7 @@ def settings_process(*args: str, **env: str) -> subprocess.CompletedProcess[str]
     environment = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("DATABASE_", "CONN_MAX_AGE"))
+        if not key.startswith(("DATABASE_", "CONN_MAX_AGE", "WORKER_"))
     }
     environment.update(
         DJANGO_SETTINGS_MODULE="config.settings",
@@ -87,9 +87,27 @@ def test_a_web_process_shares_a_pool_sized_by_the_environment() -> None:
     }
 
 
-def test_a_celery_worker_keeps_a_persistent_connection_instead() -> None:
-    assert database("worker") == {"pool": None, "age": 60}
-    assert database("worker", CONN_MAX_AGE="300") == {"pool": None, "age": 300}
+def test_a_celery_worker_process_shares_a_smaller_pool_of_its_own() -> None:
+    # Its threads give their connection back while they wait on a model, so a few serve a
+    # hundred steps in flight; a step waits longer for one than a request would.
+    assert database("worker") == {
+        "pool": {
+            "min_size": 2,
+            "max_size": 8,
+            "timeout": 30.0,
+            "reconnect_timeout": 30.0,
+            "name": "branchline",
+        },
+        "age": 0,
+    }
+    sized = database("worker", DATABASE_WORKER_POOL_MAX_SIZE="1", DATABASE_WORKER_POOL_TIMEOUT="5")
+    assert sized["pool"] == {
+        "min_size": 1,
+        "max_size": 1,
+        "timeout": 5.0,
+        "reconnect_timeout": 5.0,
+        "name": "branchline",
+    }
 
 
 @pytest.mark.parametrize(
@@ -101,10 +119,25 @@ def test_a_celery_worker_keeps_a_persistent_connection_instead() -> None:
             {"DATABASE_POOL_MIN_SIZE": "5", "DATABASE_POOL_MAX_SIZE": "4"},
             "DATABASE_POOL_MIN_SIZE must be between 0 and DATABASE_POOL_MAX_SIZE",
         ),
-        ({"DATABASE_POOL_TIMEOUT": "0"}, "DATABASE_POOL_TIMEOUT must be a number of seconds"),
-        ({"DATABASE_POOL_TIMEOUT": "-2"}, "DATABASE_POOL_TIMEOUT must be a number of seconds"),
+        (
+            {"DATABASE_POOL_TIMEOUT": "0"},
+            "DATABASE_POOL_TIMEOUT and DATABASE_WORKER_POOL_TIMEOUT must be",
+        ),
+        (
+            {"DATABASE_POOL_TIMEOUT": "-2"},
+            "DATABASE_POOL_TIMEOUT and DATABASE_WORKER_POOL_TIMEOUT must be",
+        ),
         ({"DATABASE_POOL_TIMEOUT": "inf"}, "could not convert string to float"),
         ({"DATABASE_POOL_MAX_SIZE": "many"}, "invalid literal for int()"),
+        (
+            {"DATABASE_WORKER_POOL_MAX_SIZE": "0"},
+            "DATABASE_WORKER_POOL_MAX_SIZE must be at least 1",
+        ),
+        (
+            {"DATABASE_WORKER_POOL_TIMEOUT": "0"},
+            "DATABASE_WORKER_POOL_TIMEOUT must be numbers of seconds",
+        ),
+        ({"WORKER_CONCURRENCY": "0"}, "WORKER_CONCURRENCY must be at least 1"),
     ],
 )
 def test_it_refuses_to_start_with_a_bad_pool_setting(env: dict[str, str], message: str) -> None:

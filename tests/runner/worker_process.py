@@ -92,11 +92,19 @@ class WorkerProcess:
     """One `celery worker` process, in a process group of its own so it can be killed whole."""
 
     def __init__(
-        self, name: str, log_dir: Path, *, pool: str, loglevel: str = "warning", **env: Any
+        self,
+        name: str,
+        log_dir: Path,
+        *,
+        pool: str,
+        concurrency: int = 1,
+        loglevel: str = "warning",
+        **env: Any,
     ) -> None:
         self.name = name
         self.hostname = f"{name}@faults"
         self.pool = pool
+        self.concurrency = concurrency
         self.loglevel = loglevel
         self.log_path = log_dir / f"{name}.log"
         self.env = worker_env(**env)
@@ -105,7 +113,7 @@ class WorkerProcess:
     def start(self) -> WorkerProcess:
         options = [
             f"--pool={self.pool}",
-            "--concurrency=1",
+            f"--concurrency={self.concurrency}",
             "-l",
             self.loglevel,
             "-n",

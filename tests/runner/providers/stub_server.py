@@ -197,6 +197,9 @@ class StubServer:
         self.embedder: Callable[[str], list[float]] = stub_embedding
         self._embedding_queue: deque[Behaviour] = deque()
         self._lock = threading.Lock()
+        # Chat requests being answered now, and the most there were at once.
+        self.in_flight = 0
+        self.most_in_flight = 0
         self._stopping = threading.Event()
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.stub = self
@@ -266,6 +269,11 @@ class StubServer:
         with self._lock:
             self.requests.append(request)
 
+    def _counted(self, change: int) -> None:
+        with self._lock:
+            self.in_flight += change
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+
     def _next(self) -> Behaviour:
         with self._lock:
             return self._queue.popleft() if self._queue else self.default
@@ -284,6 +292,7 @@ class StubServer:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 1024  # hundreds of workers' calls may connect at once
     stub: StubServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -331,6 +340,13 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path != CHAT_PATH:
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
+        stub._counted(+1)
+        try:
+            self._chat(stub, payload)
+        finally:
+            stub._counted(-1)
+
+    def _chat(self, stub: StubServer, payload: Any) -> None:
         behaviour = stub._next()
         if stub._wait(behaviour.delay_s):
             return
