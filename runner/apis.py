@@ -244,12 +244,19 @@ class RunDetailOutput(RunOutput):
     class Meta(RunOutput.Meta):
         fields = [*RunOutput.Meta.fields, "steps", "tasks"]
 
+    # A run just queued has no steps or tasks yet: its start answers without looking.
+    STARTED = "started"
+
     @extend_schema(responses=StepOutput(many=True))
     def get_steps(self, run: Run) -> list[dict[str, Any]]:
+        if self.context.get(self.STARTED):
+            return []
         return StepOutput(selectors.run_steps(run), many=True).data
 
     @extend_schema(responses=TaskOutput(many=True))
     def get_tasks(self, run: Run) -> list[dict[str, Any]]:
+        if self.context.get(self.STARTED):
+            return []
         tasks = run.tasks.select_related("group", "decided_by").order_by("created_at")
         return TaskOutput(tasks, many=True).data
 
@@ -291,7 +298,8 @@ class RecipeRunsApi(APIView):
                 return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
             except services.RunNotStartable as exc:
                 return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
-            return Response(RunDetailOutput(run).data, status=status.HTTP_201_CREATED)
+            output = RunDetailOutput(run, context={RunDetailOutput.STARTED: True})
+            return Response(output.data, status=status.HTTP_201_CREATED)
 
         return respond_once(request, start)
 

@@ -198,8 +198,8 @@ class StubServer:
         self._embedding_queue: deque[Behaviour] = deque()
         self._lock = threading.Lock()
         # Chat requests being answered now, and the most there were at once.
-        self.in_flight = 0
-        self.most_in_flight = 0
+        self.chats_in_flight = 0
+        self.most_chats_in_flight = 0
         self._stopping = threading.Event()
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.stub = self
@@ -271,8 +271,8 @@ class StubServer:
 
     def _counted(self, change: int) -> None:
         with self._lock:
-            self.in_flight += change
-            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+            self.chats_in_flight += change
+            self.most_chats_in_flight = max(self.most_chats_in_flight, self.chats_in_flight)
 
     def _next(self) -> Behaviour:
         with self._lock:
