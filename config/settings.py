@@ -317,8 +317,9 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # A worker runs each step in a thread: a step spends its time waiting on a model, holding no
 # database connection meanwhile (workflows/connections.py), so one process keeps many calls in
-# flight. `celery -A config worker` takes these; `--pool` and `-c` override them.
-CELERY_WORKER_POOL = "threads"
+# flight. `celery -A config worker` takes these; `-c` overrides the concurrency, and `--pool`
+# any pool but prefork: Celery cannot tell `--pool prefork` from no option, so WORKER_POOL says.
+CELERY_WORKER_POOL = env.str("WORKER_POOL", default="threads")
 CELERY_WORKER_CONCURRENCY = env.int("WORKER_CONCURRENCY", default=100)
 if CELERY_WORKER_CONCURRENCY < 1:
     raise ImproperlyConfigured("WORKER_CONCURRENCY must be at least 1")

@@ -2,7 +2,8 @@
 
 daphne serves `config.asgi:application` in its own process with the README's production settings
 (DEBUG=0, EMBEDDED_WORKER=0, PostgreSQL and Redis) and a pool of `POOL_MAX_SIZE` connections; a
-`celery worker` process (prefork, concurrency 1) runs the runs. The clients are asyncio tasks
+`celery worker` process (its threads pool, with a pool of `WORKER_POOL_MAX_SIZE` connections)
+runs the runs. The clients are asyncio tasks
 with httpx and token auth, all on 127.0.0.1. A thread samples the test database's sessions in
 `pg_stat_activity` throughout, by the application name each process connects with.
 
@@ -57,7 +58,7 @@ pytestmark = [
 ]
 
 POOL_MAX_SIZE = 10
-WORKER_CONCURRENCY = 1
+WORKER_POOL_MAX_SIZE = 3
 REQUEST_TIMEOUT_S = 30.0
 SAMPLER_APPLICATION_NAME = "branchline-load-sampler"
 LOCKER_APPLICATION_NAME = "branchline-load-locker"
@@ -142,8 +143,13 @@ def site(transactional_db: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         DATABASE_POOL_MAX_SIZE=POOL_MAX_SIZE,
         DATABASE_POOL_TIMEOUT=10,
     )
-    # A connection the worker keeps longer than the test: one that changed was not persistent.
-    worker = WorkerProcess("load-worker", tmp_path, pool="prefork", CONN_MAX_AGE=600)
+    worker = WorkerProcess(
+        "load-worker",
+        tmp_path,
+        pool="threads",
+        concurrency=20,
+        DATABASE_WORKER_POOL_MAX_SIZE=WORKER_POOL_MAX_SIZE,
+    )
     try:
         server.start()
         worker.start()
@@ -354,9 +360,9 @@ def test_200_concurrent_api_requests_get_no_5xx_and_stay_within_the_pool(site: S
     ]
     assert wrong == []
     assert 0 < sessions.server_max <= POOL_MAX_SIZE
-    assert sessions.worker_max <= WORKER_CONCURRENCY
-    # The worker kept one connection the whole time instead of opening one per task.
-    assert len(sessions.worker_sessions) == 1, sessions.worker_sessions
+    assert sessions.worker_max <= WORKER_POOL_MAX_SIZE
+    # The worker's pool kept its connections instead of opening one per task.
+    assert len(sessions.worker_sessions) <= WORKER_POOL_MAX_SIZE, sessions.worker_sessions
     started = Run.objects.filter(inputs__topic__startswith="load ")
     assert started.count() == 40
     decided = HumanTask.objects.filter(pk__in=[t.pk for t in tasks])

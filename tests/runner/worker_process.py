@@ -107,7 +107,8 @@ class WorkerProcess:
         self.concurrency = concurrency
         self.loglevel = loglevel
         self.log_path = log_dir / f"{name}.log"
-        self.env = worker_env(**env)
+        # Celery takes `--pool prefork` for no option at all, so the pool comes from the env.
+        self.env = worker_env(WORKER_POOL=pool, **env)
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> WorkerProcess:
