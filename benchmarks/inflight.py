@@ -358,42 +358,12 @@ def scratch_database(name: str) -> Iterator[str]:
 # Branchline: the recipe, the processes, the clients
 
 
-def recipe_document(steps: int) -> dict[str, Any]:
-    """S LLM steps in sequence, each with its default branch only."""
-    keys = [f"s{n}" for n in range(1, steps + 1)]
-    return {
-        "format": "branchline.recipe/v1",
-        "slug": SLUG,
-        "name": "Benchmark: steps in flight",
-        "inputs": {"topic": {"type": "string", "required": True}},
-        "actors": {"writer": ACTOR},
-        "steps": [
-            {
-                "key": key,
-                "name": key.upper(),
-                "kind": "llm",
-                "actor": "writer",
-                "prompt": f"Step {n} about {{topic}}",
-                "branches": [
-                    {
-                        "name": "onward",
-                        "priority": 1,
-                        "when": {"type": "default"},
-                        "action": "CONTINUE",
-                        "target": keys[n] if n < steps else "@complete",
-                    }
-                ],
-            }
-            for n, key in enumerate(keys, start=1)
-        ],
-    }
-
-
 def create_rows(model_url: str, steps: int) -> str:
     """Create the user, the stub's actor and the published recipe; return the user's token."""
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
+    from tests.factories import chain_document
     from workflows.models import Actor
     from workflows.services import recipe_import, recipe_publish
 
@@ -405,7 +375,9 @@ def create_rows(model_url: str, steps: int) -> str:
         base_url=model_url,
         model="stub",
     )
-    recipe = recipe_import(user=user, data=recipe_document(steps)).recipe
+    recipe = recipe_import(
+        user=user, data=chain_document(slug=SLUG, actor=ACTOR, steps=steps, branches=[])
+    ).recipe
     recipe_publish(recipe=recipe, user=user)
     return Token.objects.create(user=user).key
 

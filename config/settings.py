@@ -320,6 +320,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # flight. `celery -A config worker` takes these; `-c` overrides the concurrency, and `--pool`
 # any pool but prefork: Celery cannot tell `--pool prefork` from no option, so WORKER_POOL says.
 CELERY_WORKER_POOL = env.str("WORKER_POOL", default="threads")
+if CELERY_WORKER_POOL not in {"threads", "prefork", "solo"}:
+    raise ImproperlyConfigured("WORKER_POOL must be threads, prefork or solo")
 CELERY_WORKER_CONCURRENCY = env.int("WORKER_CONCURRENCY", default=100)
 if CELERY_WORKER_CONCURRENCY < 1:
     raise ImproperlyConfigured("WORKER_CONCURRENCY must be at least 1")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -50,8 +51,8 @@ class LeaseKeeper:
             return dict(self._tokens)
 
     def _renew(self) -> None:
-        stop = threading.Event()  # never set: the keeper lives as long as the process
-        while not stop.wait(lease_seconds() / 3):
+        while True:  # as long as the process
+            time.sleep(lease_seconds() / 3)
             tokens = self.held()
             if not tokens:
                 continue

@@ -178,8 +178,14 @@ def celery_worker(django_db_setup: None, django_db_blocker: Any) -> Iterator[Any
     with django_db_blocker.unblock():
         celery_app.control.purge()
         root_level = logging.getLogger().level
+        # The queue by name: Celery keeps the queues it first saw, and a module that sent to
+        # the fault workers' queue first would leave a worker consuming that one alone.
         with start_worker(
-            celery_app, pool="solo", perform_ping_check=False, shutdown_timeout=30
+            celery_app,
+            pool="solo",
+            perform_ping_check=False,
+            shutdown_timeout=30,
+            queues=[celery_app.conf.task_default_queue],
         ) as worker:
             # Celery's set-up lowers the root logger to its own level (error): later tests
             # that read warnings from the log would see them or not depending on test order.

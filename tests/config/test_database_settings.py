@@ -138,6 +138,7 @@ def test_a_celery_worker_process_shares_a_smaller_pool_of_its_own() -> None:
             "DATABASE_WORKER_POOL_TIMEOUT must be numbers of seconds",
         ),
         ({"WORKER_CONCURRENCY": "0"}, "WORKER_CONCURRENCY must be at least 1"),
+        ({"WORKER_POOL": "gevent"}, "WORKER_POOL must be threads, prefork or solo"),
     ],
 )
 def test_it_refuses_to_start_with_a_bad_pool_setting(env: dict[str, str], message: str) -> None:

@@ -9,14 +9,12 @@ seconds and counts how many it is answering at once.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connection
 
 from config.celery import app as celery_app
 from runner import services
@@ -24,8 +22,8 @@ from runner.models import Run, StepRun
 from runner.status import TERMINAL, RunStatus
 from tests.factories import ActorFactory, chain_document
 from tests.runner.providers.stub_server import StubServer, reply
+from tests.runner.sessions import SessionSampler
 from tests.runner.worker_process import (
-    APPLICATION_NAME,
     QUEUE,
     WorkerProcess,
     purge_queue,
@@ -79,41 +77,6 @@ def worker(
         wait_for_worker_sessions_to_close()
 
 
-class ConnectionSampler:
-    """Count the worker's database sessions (its application_name) every 50 ms, in a thread."""
-
-    def __init__(self) -> None:
-        self.most = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-
-    def __enter__(self) -> ConnectionSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _sample(self) -> None:
-        import psycopg
-
-        database = connection.settings_dict
-        with psycopg.connect(
-            dbname=database["NAME"],
-            user=database["USER"],
-            host=database["HOST"],
-            port=database["PORT"] or 5432,
-            autocommit=True,
-        ) as conn:
-            while not self._stop.wait(0.05):
-                (count,) = conn.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
-                    [APPLICATION_NAME],
-                ).fetchone() or (0,)
-                self.most = max(self.most, count)
-
-
 def test_200_calls_in_flight_on_one_worker_hold_no_more_connections_than_its_pool(
     worker: WorkerProcess, stub: StubServer, owner: Any
 ) -> None:
@@ -128,7 +91,7 @@ def test_200_calls_in_flight_on_one_worker_hold_no_more_connections_than_its_poo
     recipe = recipe_import(user=owner, data=document).recipe
     recipe_publish(recipe=recipe, user=owner)
 
-    with ConnectionSampler() as sampler:
+    with SessionSampler() as sessions:
         began = time.monotonic()
         ids = [
             services.run_start(user=owner, recipe=recipe, inputs={"topic": f"lighthouse {i}"}).pk
@@ -145,7 +108,7 @@ def test_200_calls_in_flight_on_one_worker_hold_no_more_connections_than_its_poo
     print(
         f"{RUNS} runs of one {CALL_S:g} s call in {wall:.1f} s (started in {started:.1f} s); "
         f"most calls in flight "
-        f"{stub.most_chats_in_flight}; most worker connections {sampler.most} (pool {POOL_SIZE})"
+        f"{stub.most_chats_in_flight}; most worker connections {sessions.worker_max} (pool {POOL_SIZE})"
     )
     statuses = set(Run.objects.filter(pk__in=ids).values_list("status", flat=True))
     assert statuses == {RunStatus.SUCCEEDED}, worker.log_tail()
@@ -153,6 +116,6 @@ def test_200_calls_in_flight_on_one_worker_hold_no_more_connections_than_its_poo
     # Nearly all the calls waited at the same time (the starts take a moment to queue)...
     assert stub.most_chats_in_flight >= RUNS * 0.9
     # ...and the worker's threads shared its pool meanwhile.
-    assert 1 <= sampler.most <= POOL_SIZE
-    # Less than twice the one call's wait beyond the starts: no step waited for a connection.
+    assert 1 <= sessions.worker_max <= POOL_SIZE
+    # No step waited long for a connection: the runs end a few calls' time after the starts.
     assert wall < 3 * CALL_S + 10
