@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from celery import Celery, signals
+from celery.concurrency.thread import TaskPool as ThreadsPool
 from django.conf import settings
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -30,3 +31,25 @@ def size_the_worker_pool(**_: Any) -> None:
         pool["max_size"] = settings.DATABASE_WORKER_POOL_MAX_SIZE
         pool["min_size"] = min(pool["min_size"], pool["max_size"])
         pool["timeout"] = pool["reconnect_timeout"] = settings.DATABASE_WORKER_POOL_TIMEOUT
+
+
+# How often a threads-pool worker's event loop wakes by itself (see below).
+THREADS_LOOP_WAKE_S = 0.01
+
+
+@signals.worker_ready.connect
+def wake_the_threads_pool_loop(sender: Any, **_: Any) -> None:
+    """Wake the worker's event loop every THREADS_LOOP_WAKE_S under the threads pool.
+
+    A task of the threads pool ends in its own thread, and nothing wakes the event loop to
+    take the next message in its place: with the pool's prefetch used up, the loop sleeps
+    until its next timer, up to seconds, and a run handed back to the queue waits that long
+    (celery/celery#6941). A timer that does nothing bounds the wait; a wake costs
+    microseconds.
+    """
+    if isinstance(sender.pool, ThreadsPool) and sender.timer is not None:
+        sender.timer.call_repeatedly(THREADS_LOOP_WAKE_S, _nothing)
+
+
+def _nothing() -> None:
+    """A timer's whole work: waking the loop."""

@@ -10,7 +10,7 @@ seconds and counts how many it is answering at once.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,37 +49,57 @@ def stub() -> Iterator[StubServer]:
 
 
 @pytest.fixture
-def worker(
+def workers(
     transactional_db: None,
     tmp_path: Path,
     stub: StubServer,
     monkeypatch: pytest.MonkeyPatch,
     settings: Any,
-) -> Iterator[WorkerProcess]:
+) -> Iterator[Callable[..., WorkerProcess]]:
+    """Start threads-pool worker processes on the fault workers' queue; kill them at the end."""
     require_services()
     monkeypatch.setattr(celery_app.conf, "task_default_queue", QUEUE)
     settings.PROVIDER_URL_ALLOWLIST = [stub.address]
     purge_queue()
-    process = WorkerProcess(
-        "inflight",
-        tmp_path,
-        pool="threads",
-        concurrency=RUNS,
-        PROVIDER_URL_ALLOWLIST=stub.address,
-        DATABASE_WORKER_POOL_MAX_SIZE=POOL_SIZE,
-        RUN_LEASE_SECONDS=3,  # renewed (every second) while the calls wait
-    ).start()
+    started: list[WorkerProcess] = []
+
+    def start(*, concurrency: int, **env: Any) -> WorkerProcess:
+        process = WorkerProcess(
+            f"inflight{len(started) + 1}",
+            tmp_path,
+            pool="threads",
+            concurrency=concurrency,
+            PROVIDER_URL_ALLOWLIST=stub.address,
+            **env,
+        )
+        started.append(process.start())
+        return process.wait_ready()
+
     try:
-        yield process.wait_ready()
+        yield start
     finally:
-        process.kill()
+        for process in started:
+            process.kill()
         purge_queue()
         wait_for_worker_sessions_to_close()
 
 
+def wait_finished(ids: list[int], worker: WorkerProcess, timeout: float) -> None:
+    pending = Run.objects.filter(pk__in=ids).exclude(status__in=TERMINAL)
+    deadline = time.monotonic() + timeout
+    while pending.exists():
+        assert time.monotonic() < deadline, f"runs left: {pending.count()}\n{worker.log_tail()}"
+        time.sleep(0.02)
+
+
 def test_200_calls_in_flight_on_one_worker_hold_no_more_connections_than_its_pool(
-    worker: WorkerProcess, stub: StubServer, owner: Any
+    workers: Callable[..., WorkerProcess], stub: StubServer, owner: Any
 ) -> None:
+    worker = workers(
+        concurrency=RUNS,
+        DATABASE_WORKER_POOL_MAX_SIZE=POOL_SIZE,
+        RUN_LEASE_SECONDS=3,  # renewed (every second) while the calls wait
+    )
     ActorFactory(
         name="stub-writer",
         provider=Actor.Provider.OPENAI,
@@ -98,11 +118,7 @@ def test_200_calls_in_flight_on_one_worker_hold_no_more_connections_than_its_poo
             for i in range(RUNS)
         ]
         started = time.monotonic() - began
-        pending = Run.objects.filter(pk__in=ids).exclude(status__in=TERMINAL)
-        deadline = time.monotonic() + 120
-        while pending.exists():
-            assert time.monotonic() < deadline, f"runs left: {pending.count()}\n{worker.log_tail()}"
-            time.sleep(0.2)
+        wait_finished(ids, worker, timeout=120)
         wall = time.monotonic() - began
 
     print(
@@ -119,3 +135,29 @@ def test_200_calls_in_flight_on_one_worker_hold_no_more_connections_than_its_poo
     assert 1 <= sessions.worker_max <= POOL_SIZE
     # No step waited long for a connection: the runs end a few calls' time after the starts.
     assert wall < 3 * CALL_S + 10
+
+
+def test_a_threads_pool_worker_takes_a_run_handed_back_at_once(
+    workers: Callable[..., WorkerProcess], owner: Any
+) -> None:
+    # One thread and no time slice: each of the 20 steps hands the run back to the queue, and
+    # the worker's event loop must take its message as soon as the thread is free (it slept
+    # up to its next timer before: about 0.1 s a step, over 2 s in all).
+    worker = workers(concurrency=1, RUN_TIME_SLICE_SECONDS=0)
+    ActorFactory(name="quick-writer", config={"replies": [ANSWER]})
+    document = chain_document(slug="hops", actor="quick-writer", steps=20, branches=[])
+    recipe = recipe_import(user=owner, data=document).recipe
+    recipe_publish(recipe=recipe, user=owner)
+    warm_up = services.run_start(user=owner, recipe=recipe, inputs={"topic": "warm-up"})
+    wait_finished([warm_up.pk], worker, timeout=30)
+
+    run = services.run_start(user=owner, recipe=recipe, inputs={"topic": "a lighthouse"})
+    began = time.monotonic()
+    wait_finished([run.pk], worker, timeout=30)
+    wall = time.monotonic() - began
+
+    print(f"20 steps, each handed back to the queue, in {wall:.2f} s")
+    run.refresh_from_db()
+    assert run.status == RunStatus.SUCCEEDED
+    assert StepRun.objects.filter(run=run).count() == 20
+    assert wall < 1.5
