@@ -81,6 +81,7 @@ LANGGRAPH_POOL_SIZE = 20
 ACTOR = "bench-stub"
 SLUG = "bench-inflight"
 REPLY = "The keeper lit the lamp and the ships came home."
+STREAM_WRITE_EVERY_S = 0.02  # how often a streamed answer is written
 
 
 # --------------------------------------------------------------------------------------------
@@ -95,8 +96,9 @@ class StubModel:
     the most in flight at once) and `POST /stats/reset`.
     """
 
-    def __init__(self, delay: float) -> None:
+    def __init__(self, delay: float, tokens: int) -> None:
         self.delay = delay
+        self.tokens = tokens
         self.calls = self.in_flight = self.peak = 0
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -140,7 +142,10 @@ class StubModel:
         self.in_flight += 1
         self.peak = max(self.peak, self.in_flight)
         try:
-            await asyncio.sleep(self.delay)
+            streamed = bool(request.get("stream")) and self.tokens > 1
+            # A streamed answer of many tokens: the first after half the delay, the rest
+            # spread over the other half, as a model writes them.
+            await asyncio.sleep(self.delay / 2 if streamed else self.delay)
             prompt = str(request["messages"][-1]["content"])
             usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(REPLY.split())}
             usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
@@ -149,7 +154,9 @@ class StubModel:
                 "created": int(time.time()),
                 "model": request.get("model", "stub"),
             }
-            if request.get("stream"):
+            if streamed:
+                await self.stream_tokens(answer, writer, keep_alive)
+            elif request.get("stream"):
                 writer.write(sse_response(answer, usage, keep_alive))
             else:
                 message = {"role": "assistant", "content": REPLY}
@@ -160,6 +167,52 @@ class StubModel:
             await writer.drain()
         finally:
             self.in_flight -= 1
+
+    async def stream_tokens(
+        self, answer: dict[str, Any], writer: asyncio.StreamWriter, keep_alive: bool
+    ) -> None:
+        """Stream `tokens` one-word deltas over half the delay, in writes every 20 ms."""
+        chunk = {**answer, "object": "chat.completion.chunk"}
+        events = [
+            {**chunk, "choices": [{"index": 0, "delta": {"content": piece}}]}
+            for piece in streamed_pieces(self.tokens)
+        ]
+        events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        usage = {"prompt_tokens": 10, "completion_tokens": self.tokens}
+        events.append({**chunk, "choices": [], "usage": usage})
+        datas = [f"data: {json.dumps(event)}\n\n".encode() for event in events]
+        datas.append(b"data: [DONE]\n\n")
+        writer.write(sse_head(keep_alive))
+        writes = max(1, round(self.delay / 2 / STREAM_WRITE_EVERY_S))
+        per_write = -(-len(datas) // writes)  # rounded up
+        for start in range(0, len(datas), per_write):
+            await asyncio.sleep(STREAM_WRITE_EVERY_S)
+            writer.write(b"".join(chunked(data) for data in datas[start : start + per_write]))
+            await writer.drain()
+        writer.write(b"0\r\n\r\n")
+
+
+def streamed_pieces(tokens: int) -> list[str]:
+    """The deltas of an answer streamed in `tokens` pieces: REPLY's words, over and over."""
+    words = REPLY.split()
+    return [(" " if i else "") + words[i % len(words)] for i in range(tokens)]
+
+
+def expected_reply(tokens: int) -> str:
+    """The answer a step gets from the stub."""
+    return "".join(streamed_pieces(tokens)) if tokens > 1 else REPLY
+
+
+def chunked(data: bytes) -> bytes:
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+
+def sse_head(keep_alive: bool) -> bytes:
+    connection = "keep-alive" if keep_alive else "close"
+    return (
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+        f"Transfer-Encoding: chunked\r\nConnection: {connection}\r\n\r\n"
+    ).encode()
 
 
 def http_response(status: str, content_type: str, body: bytes, keep_alive: bool = True) -> bytes:
@@ -181,18 +234,12 @@ def sse_response(answer: dict[str, Any], usage: dict[str, int], keep_alive: bool
         {**chunk, "choices": [], "usage": usage},
     ]
     datas = [f"data: {json.dumps(event)}\n\n".encode() for event in events] + [b"data: [DONE]\n\n"]
-    connection = "keep-alive" if keep_alive else "close"
-    head = (
-        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-        f"Transfer-Encoding: chunked\r\nConnection: {connection}\r\n\r\n"
-    ).encode()
-    body = b"".join(f"{len(data):x}\r\n".encode() + data + b"\r\n" for data in datas)
-    return head + body + b"0\r\n\r\n"
+    return sse_head(keep_alive) + b"".join(chunked(data) for data in datas) + b"0\r\n\r\n"
 
 
-async def serve_stub(delay: float) -> None:
+async def serve_stub(delay: float, tokens: int) -> None:
     """Serve the stub on a free loopback port, print the port, serve until stdin closes."""
-    stub = StubModel(delay)
+    stub = StubModel(delay, tokens)
     server = await asyncio.start_server(stub.handle, "127.0.0.1", 0, backlog=1024)
     print(server.sockets[0].getsockname()[1], flush=True)
     async with server:
@@ -202,11 +249,12 @@ async def serve_stub(delay: float) -> None:
 class StubProcess:
     """The stub in a subprocess (`--serve-stub`), so that it never waits on this one's GIL."""
 
-    def __init__(self, delay: float) -> None:
-        self.delay = delay
+    def __init__(self, delay: float, tokens: int) -> None:
+        self.delay, self.tokens = delay, tokens
 
     def __enter__(self) -> StubProcess:
         command = [sys.executable, __file__, "--serve-stub", "--delay", str(self.delay)]
+        command += ["--tokens", str(self.tokens)]
         self.process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True
         )
@@ -628,7 +676,7 @@ def build_graph(client: Any, steps: int) -> Any:
 
 
 async def langgraph_runs(
-    runs: int, steps: int, model_url: str, checkpoint_url: str, stats_url: str
+    runs: int, steps: int, tokens: int, model_url: str, checkpoint_url: str, stats_url: str
 ) -> dict[str, Any]:
     """Run `runs` graphs at once (after one warm-up); return the figures for the parent."""
     import httpx
@@ -661,7 +709,7 @@ async def langgraph_runs(
                 config={"configurable": {"thread_id": thread}},
                 durability="sync",
             )
-            if len(state["replies"]) != steps or state["replies"][-1] != REPLY:
+            if len(state["replies"]) != steps or state["replies"][-1] != expected_reply(tokens):
                 raise AssertionError(f"graph {thread} ended with {state['replies']!r}")
             return time.perf_counter() - began
 
@@ -695,6 +743,7 @@ def run_langgraph(args: argparse.Namespace, stub: StubProcess) -> LangGraph:
     with scratch_database(CHECKPOINT_DATABASE) as checkpoint_url:
         command = [sys.executable, __file__, "--langgraph-only", "--runs", str(args.runs)]
         command += ["--steps", str(args.steps), "--stub-port", str(stub.port)]
+        command += ["--tokens", str(args.tokens)]
         command += ["--checkpoint-url", checkpoint_url]
         process = subprocess.Popen(
             command,
@@ -761,9 +810,10 @@ def report_branchline(args: argparse.Namespace, ours: Branchline) -> bool:
     workers = f"{args.workers} celery worker process(es)"
     if args.worker_args:
         workers += f" with `{args.worker_args}`"
+    streamed = f", streaming {args.tokens} tokens" if args.tokens > 1 else ""
     print_rows(
         f"Branchline: {args.runs} runs of {args.steps} LLM steps, the model answering after "
-        f"{args.delay:g} s; daphne + {workers} (load average {os.getloadavg()[0]:.1f} on "
+        f"{args.delay:g} s{streamed}; daphne + {workers} (load average {os.getloadavg()[0]:.1f} on "
         f"{os.cpu_count()} CPUs):",
         rows,
     )
@@ -813,6 +863,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=100, help="runs started at once (N)")
     parser.add_argument("--steps", type=int, default=3, help="LLM steps per run (S)")
     parser.add_argument("--delay", type=float, default=1.0, help="the model's answer time (D, s)")
+    parser.add_argument(
+        "--tokens",
+        type=int,
+        default=1,
+        help="stream answers as this many one-word chunks over the second half of D "
+        "(1: the whole reply in one chunk)",
+    )
     parser.add_argument("--clients", type=int, default=20, help="concurrent HTTP clients")
     parser.add_argument("--workers", type=int, default=1, help="celery worker processes")
     parser.add_argument("--worker-args", default="", help="appended to each worker's command")
@@ -840,13 +897,18 @@ def stop_on_sigterm() -> None:
 def main() -> int:
     args = parse_args()
     if args.serve_stub:
-        asyncio.run(serve_stub(args.delay))
+        asyncio.run(serve_stub(args.delay, args.tokens))
         return 0
     if args.langgraph_only:
         stub = f"http://127.0.0.1:{args.stub_port}"
         figures = asyncio.run(
             langgraph_runs(
-                args.runs, args.steps, f"{stub}/v1", args.checkpoint_url, f"{stub}/stats/reset"
+                args.runs,
+                args.steps,
+                args.tokens,
+                f"{stub}/v1",
+                args.checkpoint_url,
+                f"{stub}/stats/reset",
             )
         )
         print(json.dumps(figures))
@@ -856,7 +918,7 @@ def main() -> int:
     logs = Path(tempfile.mkdtemp(prefix="bench-inflight-"))
     passed = False
     try:
-        with StubProcess(args.delay) as stub:
+        with StubProcess(args.delay, args.tokens) as stub:
             # Read by the settings at django.setup(): the SSRF guard lets the stub through.
             os.environ["PROVIDER_URL_ALLOWLIST"] = stub.host_port
             os.environ.setdefault("REDIS_URL", DEFAULT_REDIS_URL)

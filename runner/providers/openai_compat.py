@@ -254,8 +254,10 @@ class OpenAICompatibleProvider:
             response = raw.http_response
             content_type = response.headers.get("content-type", "")
             if streaming and "event-stream" in content_type:
-                stream = raw.parse()
-                assert isinstance(stream, openai.Stream)
+                # Chunks as the JSON they came in (the SDK's own decoder and its error
+                # events), not as its models: building one costs ~90 µs, and a model streams
+                # hundreds per answer. `_read_stream` reads them as untrusted data either way.
+                stream = raw.parse(to=openai.Stream[object])
                 return (*self._read_stream(stream, on_token, deadline, emitted), ())
             # Some compatible servers ignore "stream": read the plain answer, then hand it
             # over in one piece.
