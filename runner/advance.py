@@ -21,7 +21,7 @@ from workflows.connections import release
 
 from . import actors, capacity, dispatch, events, model_calls, notifications, store, tracing
 from .claims import SCRIPTED_TIMEOUT, Claim, StepCommit, StepOutcome
-from .lease import keeper
+from .lease import StepAbandoned, keeper
 from .models import BranchEvaluation, HumanTask, ModelCall, StepRun
 from .outages import DATABASE_ERRORS
 from .status import TERMINAL, Outcome, RunStatus, StepStatus, TaskStatus, check_transition
@@ -57,6 +57,10 @@ def advance(run_id: int, *, time_slice: float | None = None, resume_token: str =
                         span.result(outcome, decision)
                 except capacity.ActorFull as full:
                     wait_for_capacity(claim, full)
+                    return
+                except StepAbandoned:
+                    # Cancelled, or taken over by another worker: its result could not commit.
+                    log.info("run %s: step %s abandoned: its lease is gone", run_id, claim.seq)
                     return
                 claim = commit(claim, outcome, decision, go_on=time.monotonic() < deadline)
                 release()

@@ -1,8 +1,11 @@
 """Keep the leases of the steps a process runs alive while they run (a model call may take
-minutes).
+minutes), and tell a step whose lease is gone to stop.
 
 One keeper thread per process renews every lease its threads hold, in one UPDATE a round,
-whatever the number of steps in flight; between rounds it holds no database connection.
+whatever the number of steps in flight; between rounds it holds no database connection. A
+lease that is no longer held (the run was cancelled, or another worker took the step over
+after this one stalled) is marked lost: the step's next streamed token or next call raises
+StepAbandoned, so its thread stops waiting on an answer that would never be committed.
 """
 
 from __future__ import annotations
@@ -21,12 +24,20 @@ from .outages import DATABASE_ERRORS
 
 log = logging.getLogger(__name__)
 
+# The longest a step runs on after its lease is gone (a round of the keeper).
+CHECK_EVERY_S = 1.0
+
+
+class StepAbandoned(Exception):
+    """The step's lease is gone: nothing it does now could be committed."""
+
 
 class LeaseKeeper:
     """Renew the leases held in this process, so that only a dead worker's leases expire."""
 
     def __init__(self) -> None:
         self._tokens: dict[str, int] = {}  # lease token -> run id
+        self._lost: set[str] = set()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
@@ -45,6 +56,12 @@ class LeaseKeeper:
         finally:
             with self._lock:
                 self._tokens.pop(token, None)
+                self._lost.discard(token)
+
+    def check(self, token: str) -> None:
+        """Raise StepAbandoned if the lease `token` is known to be lost."""
+        if token in self._lost:
+            raise StepAbandoned("the step's lease is gone (the run was cancelled or taken over)")
 
     def held(self) -> dict[str, int]:
         with self._lock:
@@ -52,17 +69,21 @@ class LeaseKeeper:
 
     def _renew(self) -> None:
         while True:  # as long as the process
-            time.sleep(lease_seconds() / 3)
+            time.sleep(min(CHECK_EVERY_S, lease_seconds() / 3))
             tokens = self.held()
             if not tokens:
                 continue
             try:
-                store.renew_leases(tokens)
+                lost = store.renew_leases(tokens)
             except DATABASE_ERRORS as exc:
                 # Keep trying: the leases must not lapse because of a short outage.
                 log.warning("could not renew %d leases: %s", len(tokens), exc)
+                continue
             finally:
                 release()
+            with self._lock:
+                # Only tokens still in use: one whose block ended meanwhile was let go.
+                self._lost |= {token for token in lost if token in self._tokens}
 
 
 keeper = LeaseKeeper()

@@ -100,12 +100,15 @@ def mark_unsent(run_id: int) -> None:
     Run.objects.filter(pk=run_id).update(enqueued_at=None)
 
 
-def renew_leases(tokens: dict[str, int]) -> None:
-    """Extend the leases these tokens hold on their runs (lease token -> run id); a token that
-    no longer holds its run's lease extends nothing."""
-    Run.objects.filter(pk__in=tokens.values(), lease_token__in=list(tokens)).update(
+def renew_leases(tokens: dict[str, int]) -> set[str]:
+    """Extend the leases these tokens hold on their runs (lease token -> run id); return the
+    tokens whose run another token holds now, or none (a cancel or a takeover replaced it)."""
+    runs = Run.objects.filter(pk__in=tokens.values())
+    runs.filter(lease_token__in=list(tokens)).update(
         lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds())
     )
+    current = dict(runs.values_list("pk", "lease_token"))
+    return {token for token, run_id in tokens.items() if current.get(run_id, token) != token}
 
 
 # --------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from workflows import engine
 from .. import model_calls
 from ..capacity import ActorFull
 from ..claims import Claim, StepOutcome
+from ..lease import StepAbandoned
 from ..outages import DATABASE_ERRORS
 from ..status import StepStatus
 from . import classify, decision_tree, given, human, intent, llm, retrieve, tool
@@ -64,6 +65,8 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
         raise  # the database went away, not the step: the task is retried (runner.tasks)
     except ActorFull:
         raise  # the step's actor is full: the step waits in the queue (runner.advance)
+    except StepAbandoned:
+        raise  # the lease is gone: nothing of the step could be committed (runner.advance)
     except Exception as exc:
         # Anything else is a bug here or in a provider: fail the step once, with the reason,
         # rather than leave the lease to expire and run the (paid) step again and again.

@@ -38,7 +38,7 @@ def execute(session: Session) -> StepOutcome:
     except (engine.TemplateError, SourcesFailed) as exc:
         outcome.status, outcome.error = StepStatus.FAILED, str(exc)
         return outcome
-    streamer = TokenStreamer(claim.run_id, claim.seq)
+    streamer = TokenStreamer(claim.run_id, claim.seq, claim.token)
     log = ToolCallLog(claim.run_id, claim.seq) if step.tools else None
     began = time.monotonic()
     try:

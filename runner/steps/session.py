@@ -17,6 +17,7 @@ from workflows import engine
 
 from .. import actors, capacity, events, model_calls, streams, tracing
 from ..claims import TOKEN_PUSH_INTERVAL_S, Claim
+from ..lease import keeper
 from ..model_calls import BudgetExceeded, CallRecord, Purpose
 from ..models import StepRun
 from ..providers import ChatResult, ProviderError, ProviderTimeoutError
@@ -144,6 +145,7 @@ class Session:
         error and latency, then its exception propagates. A call of an actor with limits
         holds one of its slots (`_slot`).
         """
+        keeper.check(self.claim.token)  # nor asks anything more once its lease is gone
         actor = self.resolve(alias)
         self._check_budget(actor, prompt, messages, tools)
         with self._slot(actor, float(timeout_s or actors.default_timeout(actor))):
@@ -330,13 +332,14 @@ class TokenStreamer:
     whole text (and an answer quicker than a batch needs no live text).
     """
 
-    def __init__(self, run_id: int, seq: int) -> None:
-        self.run_id, self.seq = run_id, seq
+    def __init__(self, run_id: int, seq: int, token: str) -> None:
+        self.run_id, self.seq, self.token = run_id, seq, token
         self.buffer: list[str] = []
         self.pushed = ""
         self.last_push = time.monotonic()
 
     def add(self, text: str) -> None:
+        keeper.check(self.token)  # a step whose run was cancelled stops reading its answer
         self.buffer.append(text)
         if time.monotonic() - self.last_push >= TOKEN_PUSH_INTERVAL_S:
             self.flush()

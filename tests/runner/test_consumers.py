@@ -299,7 +299,7 @@ async def test_a_monitor_opened_mid_answer_gets_the_text_streamed_so_far_first(
     story_recipe: Recipe, owner: Any
 ) -> None:
     run = await sync_to_async(new_run)(story_recipe, owner)
-    streamer = TokenStreamer(run.pk, 1)
+    streamer = TokenStreamer(run.pk, 1, "a lease token")
     streamer.add("Once upon")
     await sync_to_async(streamer.flush)()  # pushed before anyone watched: kept all the same
 

@@ -63,12 +63,13 @@ def workers(
     purge_queue()
     started: list[WorkerProcess] = []
 
-    def start(*, concurrency: int, **env: Any) -> WorkerProcess:
+    def start(*, concurrency: int, loglevel: str = "warning", **env: Any) -> WorkerProcess:
         process = WorkerProcess(
             f"inflight{len(started) + 1}",
             tmp_path,
             pool="threads",
             concurrency=concurrency,
+            loglevel=loglevel,
             PROVIDER_URL_ALLOWLIST=stub.address,
             **env,
         )
@@ -161,3 +162,43 @@ def test_a_threads_pool_worker_takes_a_run_handed_back_at_once(
     assert run.status == RunStatus.SUCCEEDED
     assert StepRun.objects.filter(run=run).count() == 20
     assert wall < 1.5
+
+
+def test_a_cancelled_runs_call_in_flight_is_abandoned_within_seconds_and_never_committed(
+    workers: Callable[..., WorkerProcess], stub: StubServer, owner: Any
+) -> None:
+    # A 20 s answer, streamed a word every 0.25 s: the cancel comes in its middle.
+    words = [f"word{i} " for i in range(80)]
+    stub.default = reply(chunks=words, interval_s=0.25)
+    worker = workers(concurrency=4, loglevel="info")
+    ActorFactory(
+        name="stub-writer",
+        provider=Actor.Provider.OPENAI,
+        model="stub",
+        base_url=stub.base_url,
+        config={},
+    )
+    document = chain_document(slug="long", actor="stub-writer", steps=1, branches=[])
+    recipe = recipe_import(user=owner, data=document).recipe
+    recipe_publish(recipe=recipe, user=owner)
+    run = services.run_start(user=owner, recipe=recipe, inputs={"topic": "a lighthouse"})
+    deadline = time.monotonic() + 30
+    while stub.chats_in_flight == 0:
+        assert time.monotonic() < deadline, worker.log_tail()
+        time.sleep(0.02)
+    time.sleep(1)  # a few words in
+
+    services.run_cancel(run=run)
+    cancelled = time.monotonic()
+    while stub.chats_in_flight:
+        assert time.monotonic() - cancelled < 10, worker.log_tail()
+        time.sleep(0.02)
+    stopped_after = time.monotonic() - cancelled
+
+    print(f"the call was abandoned {stopped_after:.2f} s after the cancel")
+    assert stopped_after < 3
+    time.sleep(0.5)  # anything the worker would still write
+    run.refresh_from_db()
+    assert run.status == RunStatus.CANCELLED
+    assert not StepRun.objects.filter(run=run).exists()
+    assert "abandoned" in worker.log_tail(200)
