@@ -295,3 +295,54 @@ def test_a_hundred_runs_survive_workers_killed_twenty_times(workers: Workers, ow
     retried = RunEvent.objects.filter(run__in=ids, type="step.started").count() - RUNS * STEPS
     assert retried >= 1, f"no kill interrupted a step: {kills}"
     print(f"kills: {kills}; steps started again: {retried}; runs handed back: {handed_back}")
+
+
+# Many calls in flight: two threads-pool workers of 100 threads, 150 runs of 3 one-second
+# calls, a whole worker SIGKILLed three times with its calls in the middle of their answers.
+IN_FLIGHT_RUNS = 150
+IN_FLIGHT_KILLS = 3  # fewer than RUN_MAX_STEP_CLAIMS: a step may be lost at every kill
+
+
+def steps_in_flight(ids: list[int]) -> int:
+    """Return how many of the runs' steps have started and not finished (before any kill)."""
+    events = RunEvent.objects.filter(run__in=ids)
+    started = events.filter(type="step.started").count()
+    return started - events.filter(type="step.finished").count()
+
+
+def test_runs_with_a_hundred_calls_in_flight_survive_threads_workers_killed(
+    workers: Workers, owner: Any
+) -> None:
+    seed = int(os.environ.get("FAULTS_SEED") or random.randrange(1_000_000))
+    print(f"FAULTS_SEED={seed}")
+    rng = random.Random(seed)
+    ActorFactory(name="thinking-writer", config={"replies": [ANSWER], "delay_ms": 1000})
+    recipe = published(owner, fault_document("thinking-story", "thinking-writer", steps=3))
+    pool = {"pool": "threads", "concurrency": 100}
+    for worker in [workers.start(**pool), workers.start(**pool)]:
+        worker.wait_ready()
+
+    runs = [start_run(recipe, owner, topic=f"lighthouse {i}") for i in range(IN_FLIGHT_RUNS)]
+    ids = [r.pk for r in runs]
+    kills_at = [round(IN_FLIGHT_RUNS * 3 * k / (IN_FLIGHT_KILLS + 1)) for k in (1, 2, 3)]
+    kills: list[str] = []
+    most_in_flight = 0
+    deadline = time.monotonic() + 150
+    while Run.objects.filter(pk__in=ids).exclude(status__in=TERMINAL).exists():
+        assert time.monotonic() < deadline, f"runs did not finish after {kills}\n{workers.logs()}"
+        if not kills:
+            most_in_flight = max(most_in_flight, steps_in_flight(ids))
+        committed = StepRun.objects.filter(run__in=ids).count()
+        if len(kills) < IN_FLIGHT_KILLS and committed >= kills_at[len(kills)]:
+            victim = rng.choice(workers.alive)
+            victim.kill()
+            workers.start(**pool)
+            kills.append(f"{victim.name} with {steps_in_flight(ids)} steps begun")
+        maintenance.reap()
+        time.sleep(0.1)
+
+    print(f"most calls in flight before the kills: {most_in_flight}; kills: {kills}")
+    assert most_in_flight >= 100
+    assert len(kills) == IN_FLIGHT_KILLS
+    for run in runs:
+        assert_committed_once(run, ["s1", "s2", "s3"])
