@@ -10,9 +10,11 @@ last event they saw, as static/monitor/socket.js does.
   for 5 s once, while 50 runs are started and their reviewers decide: every start and decision
   is answered in time and none is a 5xx, every run finishes, and every monitor ends with every
   event of its run, once and in order, those of runs that finished during an outage included.
-- PostgreSQL is restarted three times while 30 runs execute: the API answers JSON 503s while it
-  is down, the workers live through it, the steps it interrupted are taken again within 15 s
-  of its return, and every run finishes within 15 s of the last one, each step committed once.
+- PostgreSQL is restarted three times while 360 runs execute, more than 100 steps in flight at
+  each restart (the workers run the threads pool, 100 steps each): the API answers JSON 503s
+  while it is down, the workers live through it, the steps it interrupted are taken again
+  within 15 s of its return, and every run finishes within 15 s of the last one, each step
+  committed once.
 """
 
 from __future__ import annotations
@@ -98,7 +100,10 @@ class Stack:
         credentials = seed(self.env, spec)
         self.beat = Beat(self.log_dir, self.env).start()
         for i in range(1, workers + 1):
-            worker = WorkerProcess(f"worker{i}", self.log_dir, pool="prefork", loglevel="info")
+            # As `celery -A config worker` runs by default: a hundred steps at once, in threads.
+            worker = WorkerProcess(
+                f"worker{i}", self.log_dir, pool="threads", concurrency=100, loglevel="info"
+            )
             worker.env.update(self.env)
             self.workers.append(worker.start())
         self.server = ServerProcess(self.log_dir)
@@ -401,7 +406,8 @@ PG_RESTARTS = ["fast", "immediate", "fast"]
 # Runs started before each restart, so that it finds runs in the middle of their work however
 # long the wait for the steps the restart before it interrupted took (the others go on
 # meanwhile, and a fixed pool of runs could be done by the next restart).
-PG_RUNS_PER_RESTART = 10
+PG_RUNS_PER_RESTART = 120  # with 1.5 s calls: more than 100 of them in flight at each restart
+PG_MOST_IN_FLIGHT = 100
 PG_RUNS = PG_RUNS_PER_RESTART * len(PG_RESTARTS)
 PG_DOWN_S = 4.0
 RECOVERY_S = 15.0
@@ -415,7 +421,7 @@ def test_runs_through_postgres_restarts_resume_within_seconds_and_commit_each_st
 ) -> None:
     spec = {
         "user": "olivia",
-        "actors": [{"name": "chain-writer", "config": {"replies": [STORY], "delay_ms": 200}}],
+        "actors": [{"name": "chain-writer", "config": {"replies": [STORY], "delay_ms": 1500}}],
         "recipes": [
             chain_document(slug="chain", actor="chain-writer", steps=PG_STEPS, branches=[])
         ],
@@ -443,6 +449,7 @@ def test_runs_through_postgres_restarts_resume_within_seconds_and_commit_each_st
     stalls: list[str] = []
     api_back: list[float] = []
     recovered_at = 0.0
+    most_in_flight = 0
     for mode in PG_RESTARTS:
         batch = []
         for _ in range(PG_RUNS_PER_RESTART):
@@ -469,6 +476,7 @@ def test_runs_through_postgres_restarts_resume_within_seconds_and_commit_each_st
                 )
             )
         assert in_flight, f"no run was in the middle of a step before the {mode} restart"
+        most_in_flight = max(most_in_flight, len(in_flight))
         stack.cluster.stop(mode)
         down_until = time.monotonic() + PG_DOWN_S
         while time.monotonic() < down_until:
@@ -498,6 +506,7 @@ def test_runs_through_postgres_restarts_resume_within_seconds_and_commit_each_st
     http.close()
 
     assert not stalls, "\n".join(stalls) + f"\n{stack.logs()}"
+    assert most_in_flight >= PG_MOST_IN_FLIGHT, f"at most {most_in_flight} steps in flight"
     assert max(api_back) <= API_BACK_S, f"the API answered again after {api_back} s"
     unfinished = {i: s for i, s in statuses(stack, run_ids).items() if s != "succeeded"}
     assert not unfinished, (
@@ -527,7 +536,7 @@ def test_runs_through_postgres_restarts_resume_within_seconds_and_commit_each_st
         assert "exited with" not in log_text, worker.log_tail(60)
     assert stack.beat and stack.beat.alive and stack.server and stack.server.alive
     print(
-        f"interrupted runs resumed: {resumed}; "
+        f"most steps in flight at a restart: {most_in_flight}; interrupted runs resumed: {resumed}; "
         f"all runs finished {finished_after:.1f} s after the last restart; "
         f"the API answered again after {[round(s, 1) for s in api_back]} s; "
         f"answers during the outages: {Counter(a.status for a in outage_answers)}"
