@@ -42,13 +42,12 @@ def stub_actor(stub_server: StubServer, name: str, **fields: Any) -> Actor:
 
     The test allows the stub's address (`settings.PROVIDER_URL_ALLOWLIST`).
     """
-    fields = {"model": "stub-1", "api_key_env": "", **fields}
+    fields = {"model": "stub-1", "api_key_env": "", "timeout_s": 5, **fields}
     return ActorFactory(
         name=name,
         provider=Actor.Provider.OPENAI,
         base_url=stub_server.base_url,
         config={},
-        timeout_s=5,
         **fields,
     )
 

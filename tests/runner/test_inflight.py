@@ -22,6 +22,7 @@ from runner.models import Run, StepRun
 from runner.status import TERMINAL, RunStatus
 from tests.factories import ActorFactory, chain_document
 from tests.runner.providers.stub_server import StubServer, reply
+from tests.runner.recipes import publish_document, stub_actor
 from tests.runner.sessions import SessionSampler
 from tests.runner.worker_process import (
     QUEUE,
@@ -30,8 +31,6 @@ from tests.runner.worker_process import (
     require_services,
     wait_for_worker_sessions_to_close,
 )
-from workflows.models import Actor
-from workflows.services import recipe_import, recipe_publish
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 
@@ -101,16 +100,9 @@ def test_200_calls_in_flight_on_one_worker_hold_no_more_connections_than_its_poo
         DATABASE_WORKER_POOL_MAX_SIZE=POOL_SIZE,
         RUN_LEASE_SECONDS=3,  # renewed (every second) while the calls wait
     )
-    ActorFactory(
-        name="stub-writer",
-        provider=Actor.Provider.OPENAI,
-        model="stub",
-        base_url=stub.base_url,
-        config={},
-    )
+    stub_actor(stub, "stub-writer", timeout_s=60)
     document = chain_document(slug="waits", actor="stub-writer", steps=1, branches=[])
-    recipe = recipe_import(user=owner, data=document).recipe
-    recipe_publish(recipe=recipe, user=owner)
+    recipe = publish_document(owner, document)
 
     with SessionSampler() as sessions:
         began = time.monotonic()
@@ -147,8 +139,7 @@ def test_a_threads_pool_worker_takes_a_run_handed_back_at_once(
     worker = workers(concurrency=1, RUN_TIME_SLICE_SECONDS=0)
     ActorFactory(name="quick-writer", config={"replies": [ANSWER]})
     document = chain_document(slug="hops", actor="quick-writer", steps=20, branches=[])
-    recipe = recipe_import(user=owner, data=document).recipe
-    recipe_publish(recipe=recipe, user=owner)
+    recipe = publish_document(owner, document)
     warm_up = services.run_start(user=owner, recipe=recipe, inputs={"topic": "warm-up"})
     wait_finished([warm_up.pk], worker, timeout=30)
 
@@ -171,16 +162,9 @@ def test_a_cancelled_runs_call_in_flight_is_abandoned_within_seconds_and_never_c
     words = [f"word{i} " for i in range(80)]
     stub.default = reply(chunks=words, interval_s=0.25)
     worker = workers(concurrency=4, loglevel="info")
-    ActorFactory(
-        name="stub-writer",
-        provider=Actor.Provider.OPENAI,
-        model="stub",
-        base_url=stub.base_url,
-        config={},
-    )
+    stub_actor(stub, "stub-writer", timeout_s=60)
     document = chain_document(slug="long", actor="stub-writer", steps=1, branches=[])
-    recipe = recipe_import(user=owner, data=document).recipe
-    recipe_publish(recipe=recipe, user=owner)
+    recipe = publish_document(owner, document)
     run = services.run_start(user=owner, recipe=recipe, inputs={"topic": "a lighthouse"})
     deadline = time.monotonic() + 30
     while stub.chats_in_flight == 0:
