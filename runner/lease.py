@@ -79,6 +79,9 @@ class LeaseKeeper:
                 # Keep trying: the leases must not lapse because of a short outage.
                 log.warning("could not renew %d leases: %s", len(tokens), exc)
                 continue
+            except Exception:  # nor because one round failed otherwise: the keeper lives on
+                log.exception("could not renew %d leases", len(tokens))
+                continue
             finally:
                 release()
             with self._lock:

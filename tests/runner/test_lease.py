@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 
-from runner import services, store
+from runner import lease, services, store
 from runner.models import Run
 from tests.factories import ActorFactory, chain_document
 from tests.runner.recipes import publish_document
@@ -49,3 +50,26 @@ def test_it_does_not_call_a_lease_lost_whose_run_it_cannot_see(runs: list[Run]) 
     # A run deleted, or not yet visible to the keeper's connection: its step's own commit
     # is fenced anyway; the keeper does not stop it on a guess.
     assert store.renew_leases({"token-0": runs[0].pk, "token-9": 10**9}) == set()
+
+
+def test_the_keeper_lives_on_after_a_round_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    rounds: list[dict[str, int]] = []
+
+    def renew(tokens: dict[str, int]) -> set[str]:
+        rounds.append(tokens)
+        if len(rounds) == 1:
+            raise RuntimeError("a round that fails in an unforeseen way")
+        return {"token-0"}
+
+    monkeypatch.setattr(lease, "CHECK_EVERY_S", 0.02)
+    monkeypatch.setattr(store, "renew_leases", renew)
+    keeper = lease.LeaseKeeper()
+    with keeper.holding(1, "token-0"):
+        deadline = time.monotonic() + 5
+        while len(rounds) < 3:
+            assert time.monotonic() < deadline, rounds
+            time.sleep(0.01)
+        # The round after the failure found the lease lost: the step is told to stop.
+        with pytest.raises(lease.StepAbandoned):
+            keeper.check("token-0")
+    keeper.check("token-0")  # let go with its block
