@@ -61,7 +61,8 @@ class Fenced(Exception):
 def start(run: Run, first: list[events.Event], *, history: Sequence[StepRun] = ()) -> None:
     """Insert a new run with its first events; a fork's with the `history` it copies."""
     run.event_seq = len(first)
-    with transaction.atomic():
+    # Its callers start it in their own transaction, with its message: no savepoint of its own.
+    with transaction.atomic(savepoint=False):
         run.save(force_insert=True)
         _copy_steps(run, history)
         events.append(run.pk, run.created_by_id, 0, first)
