@@ -2,10 +2,11 @@
 
 A client that lost the answer to a run start or a decision (a timeout, a dropped connection)
 sends the same request again with the same key, and nothing is done twice. The key is stored in
-the transaction of what the request does, so it exists exactly when that happened; two requests
-with one key at the same time meet at its unique constraint, and the second waits for the
-first to commit, then answers as it did. Only successful answers are kept: a request that was
-refused did nothing, and may be sent again once its cause is fixed.
+the transaction of what the request does, so it exists exactly when that happened; it is
+inserted first, so that a request with a key already used (or in use: the insert waits for its
+holder to commit) meets it at its unique constraint and answers as the first did. Only
+successful answers are kept: a request that was refused did nothing, and may be sent again once
+its cause is fixed.
 """
 
 from __future__ import annotations
@@ -40,10 +41,7 @@ def respond_once(request: Request, action: Callable[[], Response]) -> Response:
             f"{HEADER}: 1 to {MAX_KEY_LENGTH} visible ASCII characters",
         )
     fingerprint = _fingerprint(request)
-    for _ in range(2):  # a second look if the first holder of the key gave it up meanwhile
-        earlier = IdempotentRequest.objects.filter(user=request.user, key=key).first()
-        if earlier is not None:
-            return _replay(earlier, fingerprint)
+    for _ in range(2):  # a second try if the first holder of the key gave it up meanwhile
         try:
             with transaction.atomic():
                 record = IdempotentRequest.objects.create(
@@ -57,7 +55,10 @@ def respond_once(request: Request, action: Callable[[], Response]) -> Response:
                 record.save(update_fields=["status_code", "response"])
                 return response
         except IntegrityError:
-            continue  # another request with this key committed first
+            pass  # the key was taken: the insert waited for its holder to commit
+        earlier = IdempotentRequest.objects.filter(user=request.user, key=key).first()
+        if earlier is not None:
+            return _replay(earlier, fingerprint)
     return _error(status.HTTP_409_CONFLICT, f"{HEADER}: a request with this key is in progress")
 
 
