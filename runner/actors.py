@@ -8,7 +8,6 @@ from typing import Any
 
 from django.contrib.auth.models import Group
 
-from workflows.connections import release
 from workflows.models import Actor
 
 from .capacity import NO_LIMITS, Limits
@@ -161,5 +160,4 @@ def call(
         messages=messages,
         tools=tools,
     )
-    release()  # the thread waits on the model now: its database connection is not needed
     return provider.complete(request, on_token=on_token)

@@ -17,7 +17,6 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from workflows import engine
-from workflows.connections import release
 
 from . import actors, capacity, dispatch, events, model_calls, notifications, store, tracing
 from .claims import SCRIPTED_TIMEOUT, Claim, StepCommit, StepOutcome
@@ -46,7 +45,6 @@ def advance(run_id: int, *, time_slice: float | None = None, resume_token: str =
         raise Interrupted(run_id, resume_token) from exc  # still ours to take back
     if claim is None:
         return
-    release()  # the pool's until the step next reads or commits
     # One lease token for the slice: each commit checks it together with the step's seq.
     try:
         with keeper.holding(claim.run_id, claim.token):
@@ -63,7 +61,6 @@ def advance(run_id: int, *, time_slice: float | None = None, resume_token: str =
                     log.info("run %s: step %s abandoned: its lease is gone", run_id, claim.seq)
                     return
                 claim = commit(claim, outcome, decision, go_on=time.monotonic() < deadline)
-                release()
     except DATABASE_ERRORS as exc:
         raise Interrupted(run_id, claim.token if claim else "") from exc
 

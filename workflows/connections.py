@@ -6,9 +6,10 @@ need one connection per step in flight; given back, a process needs only as many
 steps reading or committing at the same moment, and its pool bounds that
 (config/settings.py). The next query of the thread takes a connection from the pool again.
 
-Called by whatever waits on a server (a call to a model, the guarded HTTP transport of models
-and embeddings, the MCP client), and by the runner between a step's claim, execution and
-commit.
+Called by whatever waits on a server, right before the wait: the guarded HTTP transport (models
+and embeddings), the MCP client, a scripted actor's delay. A step that waits on nothing (a
+scripted answer, the engine's decision) keeps its connection from its claim to its commit:
+taking one from the pool costs a round trip, its health check.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from workflows.actor_spec import SpecError, parse_scripted_config
+from workflows.connections import release
 
 from .base import (
     ChatRequest,
@@ -24,6 +25,12 @@ from .base import (
 _WORDS = re.compile(r"\S+\s*|\s+")
 
 
+def wait(seconds: float) -> None:
+    """Sleep through a scripted delay as a model call waits: without a database connection."""
+    release()
+    time.sleep(seconds)
+
+
 class ScriptedProvider:
     """Answer from a script: ``{"replies": [...], "rules": [{"match", "reply"}], "delay_ms": N}``.
 
@@ -35,9 +42,7 @@ class ScriptedProvider:
 
     name = "scripted"
 
-    def __init__(
-        self, config: Mapping[str, Any], *, sleep: Callable[[float], None] = time.sleep
-    ) -> None:
+    def __init__(self, config: Mapping[str, Any], *, sleep: Callable[[float], None] = wait) -> None:
         try:
             script = parse_scripted_config(config)
         except SpecError as exc:

@@ -10,6 +10,8 @@ last event they saw, as static/monitor/socket.js does.
   for 5 s once, while 50 runs are started and their reviewers decide: every start and decision
   is answered in time and none is a 5xx, every run finishes, and every monitor ends with every
   event of its run, once and in order, those of runs that finished during an outage included.
+  Then it is stopped once and frozen once with more than 100 steps in flight (two threads-pool
+  workers): every step goes on and is committed once, and every run finishes.
 - PostgreSQL is restarted three times while 360 runs execute, more than 100 steps in flight at
   each restart (the workers run the threads pool, 100 steps each): the API answers JSON 503s
   while it is down, the workers live through it, the steps it interrupted are taken again
@@ -395,6 +397,95 @@ def test_runs_started_decided_and_watched_through_redis_outages_all_finish_and_a
         f"monitors that reconnected: {reconnected}; monitors refused at first "
         f"{len(refused)} ({sum(len(m.failures) for m in refused)} tries); "
         f"slowest answer: {max(answers, key=lambda a: a.seconds)}"
+    )
+
+
+REDIS_BUSY_RUNS = 120  # a batch before each cut, with 2.5 s calls: more than 100 in flight
+REDIS_BUSY_STEPS = 3
+REDIS_BUSY_CUTS = [("stop", 5.0), ("freeze", 5.0)]
+REDIS_MOST_IN_FLIGHT = 100
+REDIS_FINISH_S = 60.0
+
+
+def test_a_hundred_steps_in_flight_go_on_through_redis_stopped_and_frozen_each_committed_once(
+    stack: Stack,
+) -> None:
+    spec = {
+        "user": "olivia",
+        "actors": [{"name": "chain-writer", "config": {"replies": [STORY], "delay_ms": 2500}}],
+        "recipes": [
+            chain_document(slug="chain", actor="chain-writer", steps=REDIS_BUSY_STEPS, branches=[])
+        ],
+    }
+    credentials = stack.start(
+        spec=spec, workers=2, RUN_LEASE_SECONDS=5, RUN_BEAT_INTERVAL_SECONDS=1
+    )
+    headers = {"Authorization": f"Token {credentials['token']}"}
+    http = httpx.Client(
+        base_url=stack.url, headers=headers, timeout=HTTP_TIMEOUT_S, trust_env=False
+    )
+    pids = {w.name: w.process.pid for w in stack.workers if w.process}
+    run_ids: list[int] = []
+    in_flight_at_cuts: list[int] = []
+    for how, seconds in REDIS_BUSY_CUTS:
+        batch = []
+        for _ in range(REDIS_BUSY_RUNS):
+            response = http.post(
+                "/api/recipes/chain/runs", json={"inputs": {"topic": f"t{len(run_ids)}"}}
+            )
+            assert response.status_code == 201, response.text
+            batch.append(response.json()["id"])
+        run_ids += batch
+        ids = ",".join(map(str, batch))
+        in_flight = 0
+        deadline = time.monotonic() + 20
+        while in_flight < REDIS_MOST_IN_FLIGHT and time.monotonic() < deadline:
+            in_flight = stack.sql(
+                f"SELECT count(*) FROM runner_run WHERE id IN ({ids}) "
+                "AND lease_token <> '' AND status = 'running'"
+            )[0][0]
+            time.sleep(0.05)
+        in_flight_at_cuts.append(in_flight)
+        if how == "freeze":
+            stack.redis.freeze()
+            time.sleep(seconds)
+            stack.redis.thaw()
+        else:
+            stack.redis.stop()
+            time.sleep(seconds)
+            stack.redis.start()
+    http.close()
+    restored_at = time.monotonic()
+    while time.monotonic() < restored_at + REDIS_FINISH_S:
+        if all(s in ("succeeded", "failed") for s in statuses(stack, run_ids).values()):
+            break
+        time.sleep(0.2)
+    finished_after = time.monotonic() - restored_at
+
+    assert min(in_flight_at_cuts) >= REDIS_MOST_IN_FLIGHT, f"steps in flight: {in_flight_at_cuts}"
+    unfinished = {i: s for i, s in statuses(stack, run_ids).items() if s != "succeeded"}
+    assert not unfinished, f"not succeeded: {unfinished}\n{stack.logs()}"
+    ids = ",".join(map(str, run_ids))
+    steps = Counter(
+        stack.sql(f"SELECT run_id, seq, attempt FROM runner_steprun WHERE run_id IN ({ids})")
+    )
+    assert sorted(steps.items()) == [
+        ((r, s, 1), 1) for r in sorted(run_ids) for s in range(1, REDIS_BUSY_STEPS + 1)
+    ]
+    for run_id, events in event_log(stack, run_ids).items():
+        assert [seq for seq, _ in events] == list(range(1, len(events) + 1)), (run_id, events)
+        types = Counter(type_ for _, type_ in events)
+        assert (types["run.finished"], types["step.finished"]) == (1, REDIS_BUSY_STEPS), (
+            run_id,
+            events,
+        )
+    for worker in stack.workers:  # the same processes throughout, each started once
+        assert worker.alive and worker.process and worker.process.pid == pids[worker.name]
+        assert worker.log_path.read_text(errors="replace").count(" ready.") == 1
+    print(
+        f"steps in flight at the cuts ({[how for how, _ in REDIS_BUSY_CUTS]}): "
+        f"{in_flight_at_cuts}; all {len(run_ids)} runs finished {finished_after:.1f} s after "
+        "the last"
     )
 
 
