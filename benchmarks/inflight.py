@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/inflight.py [--runs 100] [--steps 3] [--delay 1] [--clients 20]
         [--workers 1] [--worker-args "--pool threads --concurrency 100"] [--skip-langgraph]
+        [--trace]
 
 A model stub on loopback (an OpenAI-compatible `POST /v1/chat/completions`, plain and streamed,
 in a process of its own on asyncio) answers every call after `--delay` D seconds, however many
@@ -19,7 +20,9 @@ starts' time and rate, the most calls in flight at the stub, and, sampled every 
 PostgreSQL sessions of the workers and of daphne (by `application_name`, PGAPPNAME
 branchline-worker and branchline-web) and the peak memory of the workers (VmRSS summed over
 each worker and its children; PSS beside it, which counts pages that forked children share
-once). One warm-up run goes first and is not counted.
+once). One warm-up run goes first and is not counted. With `--trace`, the app traces its runs to
+an OTLP/HTTP receiver in a process of its own (tests/runner/otlp_receiver.py), and the spans it
+received are counted.
 
 Then (unless --skip-langgraph) the same N x S calls in LangGraph with its async executor, in a
 subprocess of this script (`--langgraph-only`, printing JSON) so that its memory and CPU are its
@@ -70,6 +73,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.live_app import scratch_django  # noqa: E402
 from tests.live_server import LiveServer  # noqa: E402
+from tests.runner.otlp_receiver import receiver_process, spans_received  # noqa: E402
 
 DATABASE = "branchline_bench_inflight"
 CHECKPOINT_DATABASE = "branchline_bench_inflight_lg"
@@ -599,6 +603,7 @@ class Branchline:
     stub: dict[str, int]
     peaks: Peaks
     cpu_s: float
+    spans: int = 0  # received over OTLP (--trace)
 
 
 def run_branchline(args: argparse.Namespace, stub: StubProcess, logs: Path) -> Branchline:
@@ -796,6 +801,7 @@ def report_branchline(args: argparse.Namespace, ours: Branchline) -> bool:
             f"latency {spread(starts.latencies)}",
         ),
         ("starts answered other than 201", str(sum(starts.refused.values()))),
+        *([("spans received over OTLP", str(ours.spans))] if args.trace else []),
         ("model calls (expected N x S)", f"{ours.stub['calls']} ({args.runs * args.steps})"),
         ("most calls in flight at the stub", str(ours.stub["peak"])),
         (f"peak PostgreSQL sessions, {WORKER_APP}", str(peaks.connections[WORKER_APP])),
@@ -874,6 +880,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=1, help="celery worker processes")
     parser.add_argument("--worker-args", default="", help="appended to each worker's command")
     parser.add_argument("--skip-langgraph", action="store_true", help="Branchline only")
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="trace the runs: daphne and the workers export their spans over OTLP/HTTP to a "
+        "receiver in a process of its own",
+    )
     parser.add_argument("--timeout", type=float, default=600, help="for the runs to end (s)")
     parser.add_argument("--serve-stub", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--langgraph-only", action="store_true", help=argparse.SUPPRESS)
@@ -922,8 +934,14 @@ def main() -> int:
             # Read by the settings at django.setup(): the SSRF guard lets the stub through.
             os.environ["PROVIDER_URL_ALLOWLIST"] = stub.host_port
             os.environ.setdefault("REDIS_URL", DEFAULT_REDIS_URL)
-            with scratch_django(DATABASE):
-                ours = run_branchline(args, stub, logs)
+            with contextlib.ExitStack() as tracing:
+                if args.trace:  # read by daphne and the workers, which inherit os.environ
+                    endpoint = tracing.enter_context(receiver_process())
+                    os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
+                with scratch_django(DATABASE):
+                    ours = run_branchline(args, stub, logs)
+                if args.trace:
+                    ours.spans = spans_received(endpoint)
             passed = report_branchline(args, ours)
             if not args.skip_langgraph:
                 theirs = run_langgraph(args, stub)

@@ -42,18 +42,16 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from tests.runner.otlp_receiver import receiver_process, spans_received  # noqa: E402
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("SECRET_KEY", "benchmark-only-not-secret")
@@ -150,32 +148,6 @@ def bench_recipe(steps: int) -> tuple[Any, Any]:
     return recipe, user
 
 
-@contextmanager
-def receiver_process() -> Iterator[str]:
-    """Run the OTLP/HTTP receiver in a process of its own; yield its address."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.runner.otlp_receiver"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        port = process.stdout.readline().strip()
-        if not port.isdigit():
-            raise SystemExit("the OTLP receiver did not start")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
-def received(endpoint: str) -> int:
-    with urllib.request.urlopen(f"{endpoint}/count", timeout=10) as answer:
-        return int(answer.read())
-
-
 def run_once(recipe: Any, user: Any, i: int, steps: int) -> tuple[float, float]:
     """Run the recipe to its end in this process; return its wall time and its thread's CPU
     time per step (seconds)."""
@@ -203,9 +175,9 @@ class TimedExporter:
     (encoding the batch, sending it): work a traced process does besides its steps."""
 
     def __init__(self) -> None:
-        from runner.otlp import SpanExporter
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-        self.inner = SpanExporter()  # reads OTEL_EXPORTER_OTLP_ENDPOINT, as in production
+        self.inner = OTLPSpanExporter()  # reads OTEL_EXPORTER_OTLP_ENDPOINT, as in production
         self.cpu_s = 0.0
 
     def export(self, spans: Any) -> Any:
@@ -257,7 +229,7 @@ def main() -> int:
             tracing.configure(None)
             flushed = provider.force_flush(timeout_millis=30_000)
             provider.shutdown()
-        count = received(endpoint)
+        count = spans_received(endpoint)
     traced_runs = WARMUP_RUNS + args.runs
     expected = traced_runs * (2 * args.steps + 1)  # a step and a chat span a step, the run's
     if not flushed or count != expected:

@@ -1,19 +1,24 @@
 """A small OTLP/HTTP trace receiver on 127.0.0.1: it accepts `POST /v1/traces` (protobuf,
 gzip or not), decodes each body as an `ExportTraceServiceRequest` and keeps the spans.
 
-In a test it runs in a thread (`with OtlpReceiver() as receiver:`); the tracing benchmark runs
-it as a process of its own, as a collector would be (`python -m tests.runner.otlp_receiver`
-prints its port, then serves; `GET /count` answers the number of spans received).
+In a test it runs in a thread (`with OtlpReceiver() as receiver:`); the benchmarks run it as a
+process of its own, as a collector would be (`with receiver_process() as endpoint:`, which runs
+`python -m tests.runner.otlp_receiver`: it prints its port, then serves; `GET /count` answers
+the number of spans received, `spans_received(endpoint)` asks it).
 """
 
 from __future__ import annotations
 
 import contextlib
 import gzip
+import subprocess
 import sys
 import threading
+import urllib.request
 import zlib
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -105,6 +110,33 @@ class OtlpReceiver:
         """Return a copy of the spans received so far."""
         with self.lock:
             return list(self.spans)
+
+
+@contextlib.contextmanager
+def receiver_process() -> Iterator[str]:
+    """Run the receiver in a process of its own; yield its address."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.runner.otlp_receiver"],
+        cwd=Path(__file__).resolve().parents[2],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        port = process.stdout.readline().strip()
+        if not port.isdigit():
+            raise RuntimeError("the OTLP receiver did not start")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def spans_received(endpoint: str) -> int:
+    """Ask the receiver process at `endpoint` how many spans it has received."""
+    with urllib.request.urlopen(f"{endpoint}/count", timeout=10) as answer:
+        return int(answer.read())
 
 
 def main() -> None:
