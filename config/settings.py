@@ -315,6 +315,11 @@ else:
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# After losing the broker, Celery takes new messages only as fast as the tasks it received since
+# finish: with a task that runs a run's steps for up to a slice, a worker ran at a third of its
+# concurrency for the next half-minute. The runs' state is in the database: a message taken
+# while the pool is full waits in the worker, and a run whose message is lost is sent again.
+CELERY_WORKER_ENABLE_PREFETCH_COUNT_REDUCTION = False
 # A worker runs each step in a thread: a step spends its time waiting on a model, holding no
 # database connection meanwhile (workflows/connections.py), so one process keeps many calls in
 # flight. `celery -A config worker` takes these; `-c` overrides the concurrency, and `--pool`

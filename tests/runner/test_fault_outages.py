@@ -462,7 +462,9 @@ def test_a_hundred_steps_in_flight_go_on_through_redis_stopped_and_frozen_each_c
         time.sleep(0.2)
     finished_after = time.monotonic() - restored_at
 
-    assert min(in_flight_at_cuts) >= REDIS_MOST_IN_FLIGHT, f"steps in flight: {in_flight_at_cuts}"
+    assert min(in_flight_at_cuts) >= REDIS_MOST_IN_FLIGHT, (
+        f"steps in flight: {in_flight_at_cuts}\n{stack.logs()}"
+    )
     unfinished = {i: s for i, s in statuses(stack, run_ids).items() if s != "succeeded"}
     assert not unfinished, f"not succeeded: {unfinished}\n{stack.logs()}"
     ids = ",".join(map(str, run_ids))
