@@ -1,11 +1,13 @@
 """Print the delay from a step's commit to its events' arrival at N websocket clients of one run.
 
     .venv/bin/python benchmarks/ws_fanout.py [--clients 100] [--processes 4] [--steps 50]
+        [--delay-ms 0]
 
 Needs PostgreSQL and Redis (`benchmarks/live_app.py`: a scratch database `branchline_bench_fanout`,
 created and dropped; REDIS_URL, default redis://127.0.0.1:6379/0).
 
-After a warm-up run, one run of `--steps` scripted steps executes back to back in this process, committed as a
+After a warm-up run, one run of `--steps` scripted steps executes back to back in this process
+(each answering after `--delay-ms`, a model's latency), committed as a
 worker commits them; each commit's events go through Redis to one daphne process, whose
 consumers send them to `--clients` websocket clients spread over `--processes` client
 processes (picows, requirements-bench.txt). Every client stamps each event's
@@ -153,7 +155,9 @@ def cpu_seconds(pid: int) -> float:
 # --- the measurement --------------------------------------------------------------------------
 
 
-def measure(server: LiveServer, clients: int, processes: int, steps: int) -> dict[str, Any]:
+def measure(
+    server: LiveServer, clients: int, processes: int, steps: int, delay_ms: int
+) -> dict[str, Any]:
     from django.test import Client as HttpClient
 
     from runner import advance, services
@@ -161,7 +165,7 @@ def measure(server: LiveServer, clients: int, processes: int, steps: int) -> dic
     from workflows.services import recipe_import, recipe_publish
 
     user = UserFactory(username="bench")
-    ActorFactory(name="bench-fanout-writer", config={"replies": [REPLY]})
+    ActorFactory(name="bench-fanout-writer", config={"replies": [REPLY], "delay_ms": delay_ms})
     document = chain_document(
         slug="bench-fanout",
         name="Benchmark: fan-out",
@@ -210,12 +214,13 @@ def measure(server: LiveServer, clients: int, processes: int, steps: int) -> dic
     }
 
 
-def report(result: dict[str, Any], steps: int) -> bool:
+def report(result: dict[str, Any], steps: int, delay_ms: int) -> bool:
     delays = result["delays"]
     cuts = statistics.quantiles(delays, n=100, method="inclusive")
     print(
         f"commit -> websocket arrival: {result['sockets']} clients on one run of {steps} "
-        f"back-to-back scripted steps ({result['commits']} commits, {len(delays)} arrivals)"
+        f"scripted steps answering {f'after {delay_ms} ms' if delay_ms else 'at once'} "
+        f"({result['commits']} commits, {len(delays)} arrivals)"
     )
     print("  path: PostgreSQL commit -> Redis pub/sub -> one daphne process -> websocket clients")
     print(f"  p50 {statistics.median(delays):7.2f} ms")
@@ -241,6 +246,9 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=100, help="websocket clients (100)")
     parser.add_argument("--processes", type=int, default=4, help="client processes (4)")
     parser.add_argument("--steps", type=int, default=50, help="steps in the run (50)")
+    parser.add_argument(
+        "--delay-ms", type=int, default=0, help="each step's answer comes after this (0)"
+    )
     parser.add_argument("--client", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client:
@@ -248,8 +256,8 @@ def main() -> None:
         return
 
     with scratch_django(DATABASE), served() as server:
-        result = measure(server, args.clients, args.processes, args.steps)
-    sys.exit(0 if report(result, args.steps) else 1)
+        result = measure(server, args.clients, args.processes, args.steps, args.delay_ms)
+    sys.exit(0 if report(result, args.steps, args.delay_ms) else 1)
 
 
 if __name__ == "__main__":
