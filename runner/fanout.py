@@ -9,6 +9,10 @@ message through its own path (`RunEventsConsumer.forward`), which filters and fi
 log. Pushes that arrive while a round of sends is going out are sent together in the next round
 as one frame: when commits come faster than frames go out, sockets get fewer, larger frames
 instead of a queue that grows (`benchmarks/ws_fanout.py`).
+
+It pays at real model latencies too: 100 sockets on one run whose steps answer after 1 s got
+each commit's events within 7.7 ms (p95) at 68 µs of daphne's CPU a frame, against 20.6 ms and
+124 µs with each socket in the group itself (`ws_fanout.py --steps 20 --delay-ms 1000`).
 """
 
 from __future__ import annotations
