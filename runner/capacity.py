@@ -33,6 +33,7 @@ from django.db.models import Count, IntegerField, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from workflows import connections
 from workflows.models import Actor
 
 from .models import ActorSlot
@@ -198,6 +199,7 @@ def acquire_waiting(
             else:
                 wait = pause * random.uniform(0.5, 1.0)
                 pause = min(pause * 2, WAIT_MAX_S)
+            connections.release()  # the step waits for a slot: its database connection is not needed
             time.sleep(min(remaining, wait))
 
 

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import rules
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Max, Q, QuerySet
 from django.http import Http404
@@ -45,11 +46,12 @@ def recipe_get(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> Recipe:
     """Return one recipe the user may see; a recipe they may not see does not exist (404).
 
     Read by its slug, then held against the permission rule (`rules.can_edit_recipe`, the
-    rule `recipes_visible_to` applies to querysets): an owner's own recipe, the common case,
-    costs one plain query instead of the sharing joins and their DISTINCT.
+    rule `recipes_visible_to` applies to querysets; asked of django-rules itself, since
+    `User.has_perm` lets any superuser through): an owner's own recipe, the common case, costs
+    one plain query instead of the sharing joins and their DISTINCT.
     """
     recipe = Recipe.objects.select_related("owner").filter(slug=slug).first()
-    if recipe is None or not user.has_perm("workflows.view_recipe", recipe):
+    if recipe is None or not rules.has_perm("workflows.view_recipe", user, recipe):
         raise Http404(f"No recipe '{slug}'.")
     return recipe
 

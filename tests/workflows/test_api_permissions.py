@@ -118,6 +118,14 @@ def test_someone_elses_recipe_is_not_listed(other_api: APIClient, recipe: Recipe
     assert other_api.get("/api/recipes").json() == []
 
 
+def test_a_superuser_who_is_not_staff_sees_only_what_the_lists_show(recipe: Recipe) -> None:
+    admin = api_client(UserFactory(username="root", is_superuser=True, is_staff=False))
+
+    assert admin.get("/api/recipes").json() == []
+    assert admin.get(RECIPE).status_code == 404
+    assert admin.post(f"{RECIPE}/runs", {"inputs": {}}, format="json").status_code == 404
+
+
 def share_with_user(recipe: Recipe, other_user: Any) -> None:
     recipe.shared_with_users.add(other_user)
 
