@@ -2,7 +2,9 @@
 minutes), and tell a step whose lease is gone to stop.
 
 One keeper thread per process renews every lease its threads hold, in one UPDATE a round,
-whatever the number of steps in flight; between rounds it holds no database connection. A
+whatever the number of steps in flight. It keeps one connection of the process's pool for
+itself: a renewal that waited behind the steps for a connection (the pool's timeout is as long
+as a lease) could let the leases lapse. A
 lease that is no longer held (the run was cancelled, or another worker took the step over
 after this one stalled) is marked lost: the step's next streamed token or next call raises
 StepAbandoned, so its thread stops waiting on an answer that would never be committed.
@@ -15,8 +17,6 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-
-from workflows.connections import release
 
 from . import store
 from .claims import lease_seconds
@@ -82,8 +82,6 @@ class LeaseKeeper:
             except Exception:  # nor because one round failed otherwise: the keeper lives on
                 log.exception("could not renew %d leases", len(tokens))
                 continue
-            finally:
-                release()
             with self._lock:
                 # Only tokens still in use: one whose block ended meanwhile was let go.
                 self._lost |= {token for token in lost if token in self._tokens}
