@@ -18,6 +18,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from workflows.connections import release
+
 from . import store
 from .claims import lease_seconds
 from .outages import DATABASE_ERRORS
@@ -76,8 +78,11 @@ class LeaseKeeper:
             try:
                 lost = store.renew_leases(tokens)
             except DATABASE_ERRORS as exc:
-                # Keep trying: the leases must not lapse because of a short outage.
+                # Keep trying: the leases must not lapse because of a short outage. The
+                # connection goes back to the pool, which drops it if it died (it does not
+                # check a connection a thread holds).
                 log.warning("could not renew %d leases: %s", len(tokens), exc)
+                release()
                 continue
             except Exception:  # nor because one round failed otherwise: the keeper lives on
                 log.exception("could not renew %d leases", len(tokens))
