@@ -254,6 +254,35 @@ def statuses(stack: Stack, run_ids: list[int]) -> dict[int, str]:
     return dict(stack.sql(f"SELECT id, status FROM runner_run WHERE id IN ({ids})"))
 
 
+def start_chain(
+    stack: Stack, *, steps: int, delay_ms: int, workers: int, **settings: Any
+) -> httpx.Client:
+    """Start the stack on a recipe of `steps` scripted steps answering after `delay_ms`, with
+    5 s leases and the reaper every second; return an API client of its user."""
+    spec = {
+        "user": "olivia",
+        "actors": [{"name": "chain-writer", "config": {"replies": [STORY], "delay_ms": delay_ms}}],
+        "recipes": [chain_document(slug="chain", actor="chain-writer", steps=steps, branches=[])],
+    }
+    credentials = stack.start(
+        spec=spec, workers=workers, RUN_LEASE_SECONDS=5, RUN_BEAT_INTERVAL_SECONDS=1, **settings
+    )
+    headers = {"Authorization": f"Token {credentials['token']}"}
+    return httpx.Client(
+        base_url=stack.url, headers=headers, timeout=HTTP_TIMEOUT_S, trust_env=False
+    )
+
+
+def start_runs(http: httpx.Client, count: int) -> list[int]:
+    """Start `count` runs of the chain recipe through the API; return their ids."""
+    ids = []
+    for i in range(count):
+        response = http.post("/api/recipes/chain/runs", json={"inputs": {"topic": f"t{i}"}})
+        assert response.status_code == 201, response.text
+        ids.append(response.json()["id"])
+    return ids
+
+
 # --- Redis ----------------------------------------------------------------------------------------
 
 REDIS_RUNS = 50
@@ -411,37 +440,16 @@ REDIS_FINISH_S = 60.0
 def test_a_hundred_steps_in_flight_go_on_through_redis_stopped_and_frozen_each_committed_once(
     stack: Stack,
 ) -> None:
-    spec = {
-        "user": "olivia",
-        "actors": [{"name": "chain-writer", "config": {"replies": [STORY], "delay_ms": 2500}}],
-        "recipes": [
-            chain_document(slug="chain", actor="chain-writer", steps=REDIS_BUSY_STEPS, branches=[])
-        ],
-    }
     # Slices shorter than a step: each step ends by handing its run back through the broker, so
     # the steps that end during a cut need their messages sent again once Redis is back.
-    credentials = stack.start(
-        spec=spec,
-        workers=2,
-        RUN_LEASE_SECONDS=5,
-        RUN_BEAT_INTERVAL_SECONDS=1,
-        RUN_TIME_SLICE_SECONDS=2,
-    )
-    headers = {"Authorization": f"Token {credentials['token']}"}
-    http = httpx.Client(
-        base_url=stack.url, headers=headers, timeout=HTTP_TIMEOUT_S, trust_env=False
+    http = start_chain(
+        stack, steps=REDIS_BUSY_STEPS, delay_ms=2500, workers=2, RUN_TIME_SLICE_SECONDS=2
     )
     pids = {w.name: w.process.pid for w in stack.workers if w.process}
     run_ids: list[int] = []
     in_flight_at_cuts: list[int] = []
     for how, seconds in REDIS_BUSY_CUTS:
-        batch = []
-        for _ in range(REDIS_BUSY_RUNS):
-            response = http.post(
-                "/api/recipes/chain/runs", json={"inputs": {"topic": f"t{len(run_ids)}"}}
-            )
-            assert response.status_code == 201, response.text
-            batch.append(response.json()["id"])
+        batch = start_runs(http, REDIS_BUSY_RUNS)
         run_ids += batch
         ids = ",".join(map(str, batch))
         in_flight = 0
@@ -518,23 +526,12 @@ API_BACK_S = 2.0
 def test_runs_through_postgres_restarts_resume_within_seconds_and_commit_each_step_once(
     stack: Stack,
 ) -> None:
-    spec = {
-        "user": "olivia",
-        "actors": [{"name": "chain-writer", "config": {"replies": [STORY], "delay_ms": 1500}}],
-        "recipes": [
-            chain_document(slug="chain", actor="chain-writer", steps=PG_STEPS, branches=[])
-        ],
-    }
-    credentials = stack.start(
-        spec=spec,
+    http = start_chain(
+        stack,
+        steps=PG_STEPS,
+        delay_ms=1500,
         workers=3,
-        RUN_LEASE_SECONDS=5,
-        RUN_BEAT_INTERVAL_SECONDS=1,
         DATABASE_POOL_TIMEOUT=2,  # a request waits that long for a connection, then gets a 503
-    )
-    headers = {"Authorization": f"Token {credentials['token']}"}
-    http = httpx.Client(
-        base_url=stack.url, headers=headers, timeout=HTTP_TIMEOUT_S, trust_env=False
     )
     pids = {w.name: w.process.pid for w in stack.workers if w.process}
 
@@ -550,13 +547,7 @@ def test_runs_through_postgres_restarts_resume_within_seconds_and_commit_each_st
     recovered_at = 0.0
     most_in_flight = 0
     for mode in PG_RESTARTS:
-        batch = []
-        for _ in range(PG_RUNS_PER_RESTART):
-            response = http.post(
-                "/api/recipes/chain/runs", json={"inputs": {"topic": f"t{len(run_ids)}"}}
-            )
-            assert response.status_code == 201, response.text
-            batch.append(response.json()["id"])
+        batch = start_runs(http, PG_RUNS_PER_RESTART)
         run_ids += batch
         ids = ",".join(map(str, run_ids))
         wait_until(
