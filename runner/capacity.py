@@ -199,7 +199,7 @@ def acquire_waiting(
             else:
                 wait = pause * random.uniform(0.5, 1.0)
                 pause = min(pause * 2, WAIT_MAX_S)
-            connections.release()  # the step waits for a slot: its database connection is not needed
+            connections.release()  # the step waits for a slot, not on the database
             time.sleep(min(remaining, wait))
 
 

@@ -4,10 +4,10 @@ minutes), and tell a step whose lease is gone to stop.
 One keeper thread per process renews every lease its threads hold, in one UPDATE a round,
 whatever the number of steps in flight. It keeps one connection of the process's pool for
 itself: a renewal that waited behind the steps for a connection (the pool's timeout is as long
-as a lease) could let the leases lapse. A
-lease that is no longer held (the run was cancelled, or another worker took the step over
-after this one stalled) is marked lost: the step's next streamed token or next call raises
-StepAbandoned, so its thread stops waiting on an answer that would never be committed.
+as a lease) could let the leases lapse. A lease that is no longer held (the run was cancelled,
+or another worker took the step over after this one stalled) is marked lost: the step's next
+streamed token or next call raises StepAbandoned, so its thread stops waiting on an answer that
+would never be committed.
 """
 
 from __future__ import annotations

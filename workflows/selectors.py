@@ -45,7 +45,7 @@ def recipes_listed(user: AbstractBaseUser | AnonymousUser, *, query: str = "") -
 def recipe_get(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> Recipe:
     """Return one recipe the user may see; a recipe they may not see does not exist (404).
 
-    Read by its slug, then held against the permission rule (`rules.can_edit_recipe`, the
+    Read by its slug, then held against the permission rule (`workflows.rules.can_edit_recipe`, the
     rule `recipes_visible_to` applies to querysets; asked of django-rules itself, since
     `User.has_perm` lets any superuser through): an owner's own recipe, the common case, costs
     one plain query instead of the sharing joins and their DISTINCT.

@@ -273,6 +273,16 @@ def start_chain(
     )
 
 
+def wait_all_ended(stack: Stack, run_ids: list[int], since: float, timeout: float) -> float:
+    """Wait until every run has succeeded or failed, at most `timeout` s after the monotonic
+    time `since`; return how long after `since` that was."""
+    while time.monotonic() < since + timeout:
+        if all(s in ("succeeded", "failed") for s in statuses(stack, run_ids).values()):
+            break
+        time.sleep(0.1)
+    return time.monotonic() - since
+
+
 def start_runs(http: httpx.Client, count: int) -> list[int]:
     """Start `count` runs of the chain recipe through the API; return their ids."""
     ids = []
@@ -470,12 +480,7 @@ def test_a_hundred_steps_in_flight_go_on_through_redis_stopped_and_frozen_each_c
             time.sleep(seconds)
             stack.redis.start()
     http.close()
-    restored_at = time.monotonic()
-    while time.monotonic() < restored_at + REDIS_FINISH_S:
-        if all(s in ("succeeded", "failed") for s in statuses(stack, run_ids).values()):
-            break
-        time.sleep(0.2)
-    finished_after = time.monotonic() - restored_at
+    finished_after = wait_all_ended(stack, run_ids, time.monotonic(), REDIS_FINISH_S)
 
     assert min(in_flight_at_cuts) >= REDIS_MOST_IN_FLIGHT, (
         f"steps in flight: {in_flight_at_cuts}\n{stack.logs()}"
@@ -483,11 +488,9 @@ def test_a_hundred_steps_in_flight_go_on_through_redis_stopped_and_frozen_each_c
     unfinished = {i: s for i, s in statuses(stack, run_ids).items() if s != "succeeded"}
     assert not unfinished, f"not succeeded: {unfinished}\n{stack.logs()}"
     ids = ",".join(map(str, run_ids))
-    steps = Counter(
-        stack.sql(f"SELECT run_id, seq, attempt FROM runner_steprun WHERE run_id IN ({ids})")
-    )
-    assert sorted(steps.items()) == [
-        ((r, s, 1), 1) for r in sorted(run_ids) for s in range(1, REDIS_BUSY_STEPS + 1)
+    steps = stack.sql(f"SELECT run_id, seq, attempt FROM runner_steprun WHERE run_id IN ({ids})")
+    assert sorted(steps) == [
+        (r, s, 1) for r in sorted(run_ids) for s in range(1, REDIS_BUSY_STEPS + 1)
     ]
     for run_id, events in event_log(stack, run_ids).items():
         assert [seq for seq, _ in events] == list(range(1, len(events) + 1)), (run_id, events)
@@ -588,11 +591,7 @@ def test_runs_through_postgres_restarts_resume_within_seconds_and_commit_each_st
             f"{mode}: {interrupted} steps again in {time.monotonic() - recovered_at:.1f} s"
         )
 
-    while time.monotonic() < recovered_at + RECOVERY_S:
-        if all(s in ("succeeded", "failed") for s in statuses(stack, run_ids).values()):
-            break
-        time.sleep(0.1)
-    finished_after = time.monotonic() - recovered_at
+    finished_after = wait_all_ended(stack, run_ids, recovered_at, RECOVERY_S)
     http.close()
 
     assert not stalls, "\n".join(stalls) + f"\n{stack.logs()}"
