@@ -230,19 +230,23 @@ class OpenAICompatibleProvider:
                 # Omit removes a default header; the SDK's annotation only admits str.
                 default_headers=_NO_AMBIENT_HEADERS,
             )
-            extra: dict[str, Any] = {}
+            body: dict[str, Any] = {"model": request.model, "messages": messages}
+            body["stream"] = streaming
             if streaming:
-                extra["stream_options"] = {"include_usage": True}
+                body["stream_options"] = {"include_usage": True}
             if request.tools:
-                extra["tools"] = list(request.tools)
+                body["tools"] = list(request.tools)
+            body.update(request.params)  # none of them reserved (checked in `complete`)
             try:
-                raw = client.chat.completions.with_raw_response.create(
-                    model=request.model,
-                    messages=messages,  # type: ignore[arg-type]
+                # The SDK's plain POST, not `chat.completions.create`: the body is built here
+                # either way, and the typed method's walk over it (its TypedDicts) cost 1.3 ms
+                # of CPU a call, a fifth of the call's.
+                response = client.post(
+                    "/chat/completions",
+                    cast_to=httpx.Response,
+                    body=body,
+                    options={"timeout": timeout},
                     stream=streaming,
-                    timeout=timeout,
-                    extra_body=dict(request.params) or None,
-                    **extra,
                 )
             except openai.APIStatusError as exc:
                 raise self._status_failure(exc) from exc
@@ -251,13 +255,12 @@ class OpenAICompatibleProvider:
             except openai.OpenAIError as exc:
                 raise _Failure("failed", retryable=False, detail=str(exc)) from exc
 
-            response = raw.http_response
             content_type = response.headers.get("content-type", "")
             if streaming and "event-stream" in content_type:
                 # Chunks as the JSON they came in (the SDK's own decoder and its error
                 # events), not as its models: building one costs ~90 µs, and a model streams
                 # hundreds per answer. `_read_stream` reads them as untrusted data either way.
-                stream = raw.parse(to=openai.Stream[object])
+                stream = openai.Stream(cast_to=object, response=response, client=client)
                 return (*self._read_stream(stream, on_token, deadline, emitted), ())
             # Some compatible servers ignore "stream": read the plain answer, then hand it
             # over in one piece.
