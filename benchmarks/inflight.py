@@ -1,6 +1,7 @@
 """Print how many LLM steps the deployed runner keeps in flight at once, next to LangGraph's.
 
     .venv/bin/python benchmarks/inflight.py [--runs 100] [--steps 3] [--delay 1] [--clients 20]
+        [--batch 1]
         [--workers 1] [--worker-args "--pool threads --concurrency 100"] [--skip-langgraph]
         [--trace]
 
@@ -11,7 +12,8 @@ sequence calls it. The app runs as the README's production topology: daphne
 (`config.asgi`, EMBEDDED_WORKER=0) and `--workers` separate `celery -A config worker -l warning`
 processes (plus `--worker-args`), on a scratch PostgreSQL database and Redis. `--clients`
 concurrent HTTP clients (threads, keep-alive, token auth) start `--runs` N runs through
-`POST /api/recipes/{slug}/runs`, then the database is polled until every run has ended.
+`POST /api/recipes/{slug}/runs` (or, with `--batch` K above 1, K runs a request through
+`POST /api/recipes/{slug}/runs/batch`), then the database is polled until every run has ended.
 
 With enough steps in flight, N runs take about S x D however large N is; a worker that runs one
 step at a time per pool process needs about N x S x D / processes. Printed: the wall time (the
@@ -521,9 +523,10 @@ class Starts:
 class Starter:
     """Start runs through the API from `clients` threads, each on a keep-alive connection."""
 
-    def __init__(self, port: int, token: str, clients: int) -> None:
+    def __init__(self, port: int, token: str, clients: int, batch: int = 1) -> None:
         self.port = port
         self.clients = clients
+        self.batch = batch
         self.headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
         self.local = threading.local()
         self.connections: list[http.client.HTTPConnection] = []
@@ -535,16 +538,21 @@ class Starter:
             self.connections.append(conn)
         return conn
 
-    def start(self, label: str) -> tuple[int, str, float]:
-        """POST one run start; return its status, body and latency. The Idempotency-Key makes
-        the one retry (the connection closed under it) safe."""
-        body = json.dumps({"inputs": {"topic": f"lighthouse {label}"}})
-        headers = {**self.headers, "Idempotency-Key": f"bench-inflight-{label}"}
+    def start(self, labels: Sequence[str]) -> tuple[int, str, float]:
+        """POST one run start (or, for several labels, one batch of them); return its status,
+        body and latency. The Idempotency-Key makes the one retry (the connection closed under
+        it) safe."""
+        items = [{"inputs": {"topic": f"lighthouse {label}"}} for label in labels]
+        if len(labels) == 1:
+            path, body = f"/api/recipes/{SLUG}/runs", json.dumps(items[0])
+        else:
+            path, body = f"/api/recipes/{SLUG}/runs/batch", json.dumps({"runs": items})
+        headers = {**self.headers, "Idempotency-Key": f"bench-inflight-{labels[0]}"}
         began = time.perf_counter()
         for attempt in (1, 2):
             conn = self.connection()
             try:
-                conn.request("POST", f"/api/recipes/{SLUG}/runs", body, headers)
+                conn.request("POST", path, body, headers)
                 response = conn.getresponse()
                 text = response.read().decode(errors="replace")
             except (http.client.HTTPException, OSError) as exc:
@@ -559,8 +567,9 @@ class Starter:
 
     def start_all(self, labels: Sequence[str]) -> Starts:
         began, t0 = time.time(), time.perf_counter()
+        groups = [labels[i : i + self.batch] for i in range(0, len(labels), self.batch)]
         with ThreadPoolExecutor(self.clients) as pool:
-            answers = list(pool.map(self.start, labels))
+            answers = list(pool.map(self.start, groups))
         starts = Starts(began=began, seconds=time.perf_counter() - t0)
         for status, text, latency in answers:
             starts.latencies.append(latency)
@@ -615,7 +624,7 @@ def run_branchline(args: argparse.Namespace, stub: StubProcess, logs: Path) -> B
         LiveServer(app_env(WEB_APP), log=logs / "daphne.log", verbosity=0) as server,
         Workers(args.workers, shlex.split(args.worker_args), logs) as workers,
     ):
-        starter = Starter(server.port, token, args.clients)
+        starter = Starter(server.port, token, args.clients, args.batch)
         try:
             warmup = starter.start_all(["warmup"])
             if warmup.refused:
@@ -796,7 +805,12 @@ def report_branchline(args: argparse.Namespace, ours: Branchline) -> bool:
         ("wall / ideal", f"{ours.wall / ideal:.2f}x"),
         ("each run (created -> finished)", spread(ours.run_walls)),
         (
-            f"starts ({args.runs} POSTs from {args.clients} clients)",
+            (
+                f"starts ({args.runs} POSTs from {args.clients} clients)"
+                if args.batch == 1
+                else f"starts ({args.runs} runs in batches of {args.batch} from {args.clients} "
+                "clients)"
+            ),
             f"{starts.seconds:.2f} s, {args.runs / starts.seconds:.0f}/s, "
             f"latency {spread(starts.latencies)}",
         ),
@@ -877,6 +891,12 @@ def parse_args() -> argparse.Namespace:
         "(1: the whole reply in one chunk)",
     )
     parser.add_argument("--clients", type=int, default=20, help="concurrent HTTP clients")
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=1,
+        help="runs per start request (above 1: POST /api/recipes/{slug}/runs/batch)",
+    )
     parser.add_argument("--workers", type=int, default=1, help="celery worker processes")
     parser.add_argument("--worker-args", default="", help="appended to each worker's command")
     parser.add_argument("--skip-langgraph", action="store_true", help="Branchline only")
@@ -892,8 +912,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--stub-port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--checkpoint-url", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if min(args.runs, args.steps, args.clients, args.workers) < 1 or args.delay <= 0:
-        parser.error("--runs, --steps, --clients and --workers must be at least 1, --delay > 0")
+    if min(args.runs, args.steps, args.clients, args.workers, args.batch) < 1 or args.delay <= 0:
+        parser.error(
+            "--runs, --steps, --clients, --workers and --batch must be at least 1, --delay > 0"
+        )
     return args
 
 

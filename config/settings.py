@@ -374,6 +374,10 @@ if TOOL_RESULT_MAX_CHARS < 1:
 
 # Runs: bounded loops, leases and the periodic duties (see runner/advance.py).
 RUN_MAX_STEPS = env.int("RUN_MAX_STEPS", default=100)
+# The most runs one `POST /api/recipes/{slug}/runs/batch` may start.
+RUN_BATCH_MAX_RUNS = env.int("RUN_BATCH_MAX_RUNS", default=1000)
+if RUN_BATCH_MAX_RUNS < 1:
+    raise ImproperlyConfigured("RUN_BATCH_MAX_RUNS is a number of runs, at least 1")
 RUN_LEASE_SECONDS = env.int("RUN_LEASE_SECONDS", default=30)
 RUN_MAX_STEP_CLAIMS = env.int("RUN_MAX_STEP_CLAIMS", default=5)
 # A worker goes on with a run's next step until this long after it took the run, then hands it

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
@@ -87,6 +88,25 @@ class RunStartInput(serializers.Serializer):
     inputs = JSONObjectField(default=dict, help_text="the recipe's inputs, by name")
     script = ScriptField(required=False, allow_null=True, default=None)
     version = serializers.IntegerField(required=False, min_value=1, allow_null=True)
+
+
+class RunBatchItemInput(serializers.Serializer):
+    inputs = JSONObjectField(default=dict, help_text="this run's inputs, by name")
+    script = ScriptField(required=False, allow_null=True, default=None)
+
+
+class RunBatchInput(serializers.Serializer):
+    runs = RunBatchItemInput(
+        many=True, allow_empty=False, help_text="at most RUN_BATCH_MAX_RUNS (1,000) runs"
+    )
+    version = serializers.IntegerField(required=False, min_value=1, allow_null=True)
+
+    def validate_runs(self, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if len(runs) > settings.RUN_BATCH_MAX_RUNS:
+            raise ValidationError(
+                f"at most {settings.RUN_BATCH_MAX_RUNS} runs in one batch, not {len(runs)}"
+            )
+        return runs
 
 
 class EvaluationOutput(serializers.Serializer):
@@ -300,6 +320,46 @@ class RecipeRunsApi(APIView):
                 return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
             output = RunDetailOutput(run, context={RunDetailOutput.STARTED: True})
             return Response(output.data, status=status.HTTP_201_CREATED)
+
+        return respond_once(request, start)
+
+
+class RunBatchOutput(serializers.Serializer):
+    """The runs a batch started, in its items' order."""
+
+    runs = serializers.SerializerMethodField()
+
+    @extend_schema_field(RunOutput(many=True))
+    def get_runs(self, runs: list[Run]) -> list[dict[str, Any]]:
+        return RunOutput(runs, many=True).data
+
+
+class RecipeRunBatchApi(APIView):
+    @extend_schema(
+        request=RunBatchInput,
+        parameters=[IDEMPOTENCY_KEY],
+        responses={201: RunBatchOutput, **errors(409, 422)},
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        """Start a run for each item of `runs`, all of them or none: a 400 lists every item's
+        problems (`runs[i].inputs.NAME: ...`). The runs come back in the items' order."""
+        recipe = recipe_get(user=request.user, slug=slug)
+        data = RunBatchInput(data=request.data)
+        data.is_valid(raise_exception=True)
+
+        def start() -> Response:
+            try:
+                runs = services.run_start_many(
+                    user=request.user,
+                    recipe=recipe,
+                    items=data.validated_data["runs"],
+                    version=data.validated_data.get("version"),
+                )
+            except InputsInvalid as exc:
+                return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
+            except services.RunNotStartable as exc:
+                return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
+            return Response(RunBatchOutput(runs).data, status=status.HTTP_201_CREATED)
 
         return respond_once(request, start)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
@@ -113,24 +114,36 @@ def run_start(
     """Queue a run of the recipe's latest (or a given) published version, or of `snapshot`, a
     draft snapshot of the recipe (`workflows.services.recipe_draft_snapshot`: a test run of the
     draft as the editor shows it)."""
-    if snapshot is not None:
-        if snapshot.recipe_id != recipe.pk or not snapshot.is_draft_snapshot:
-            raise RunNotStartable(f"version: not a draft snapshot of '{recipe.slug}'")
-        pinned: RecipeVersion | None = snapshot
-    else:
-        # The document is left to version_graph, which parses it once per process.
-        published = RecipeVersion.objects.published().filter(recipe=recipe).defer("document")
-        pinned = (
-            published.filter(number=version).first()
-            if version
-            else published.order_by("-number").first()
-        )
-    if pinned is None:
-        raise RunNotStartable(
-            f"version: '{recipe.slug}' has no version {version}"
-            if version
-            else f"'{recipe.slug}' has no published version yet: publish it first"
-        )
+    item = {"inputs": inputs, "script": script}
+    return _start_runs(user, recipe, [item], version, snapshot, name_items=False)[0]
+
+
+def run_start_many(
+    *,
+    user: AbstractBaseUser,
+    recipe: Recipe,
+    items: Sequence[dict[str, object]],
+    version: int | None = None,
+    snapshot: RecipeVersion | None = None,
+) -> list[Run]:
+    """Queue a run of one version of the recipe for each item's `inputs` (and dry-run
+    `script`), in one transaction: all of them, or, when any item is refused, none.
+
+    InputsInvalid lists every item's problems, each prefixed `runs[i].`.
+    """
+    return _start_runs(user, recipe, items, version, snapshot, name_items=True)
+
+
+def _start_runs(
+    user: AbstractBaseUser,
+    recipe: Recipe,
+    items: Sequence[dict[str, object]],
+    version: int | None,
+    snapshot: RecipeVersion | None,
+    *,
+    name_items: bool,
+) -> list[Run]:
+    pinned = _version_to_run(recipe, version, snapshot)
     try:
         graph, document = version_graph(pinned.pk, pinned.created_at)  # parsed once per process
     except engine.RecipeInvalid as exc:
@@ -138,23 +151,61 @@ def run_start(
         raise RunNotStartable(
             f"version: {pinned.label} of '{recipe.slug}' cannot run: {'; '.join(exc.errors)}"
         ) from None
-    checked_inputs = check_inputs(document.get("inputs", {}), inputs)
-    checked_script = check_script(script, graph)
-    state = engine.RunState.start(graph, checked_inputs, max_steps=settings.RUN_MAX_STEPS)
-    run = Run(
-        recipe=recipe,
-        version=pinned,
-        created_by=user,
-        inputs=checked_inputs,
-        script=checked_script,
-        state=state.to_dict(),
-        next={"step": graph.steps[0].key},
-        enqueued_at=timezone.now(),
-    )
+    schema = document.get("inputs", {})
+    runs: list[Run] = []
+    errors: list[str] = []
+    for index, item in enumerate(items):
+        try:
+            checked_inputs = check_inputs(schema, item.get("inputs"))
+            checked_script = check_script(item.get("script"), graph)
+        except InputsInvalid as exc:
+            prefix = f"runs[{index}]." if name_items else ""
+            errors += [prefix + error for error in exc.errors]
+            continue
+        state = engine.RunState.start(graph, checked_inputs, max_steps=settings.RUN_MAX_STEPS)
+        runs.append(
+            Run(
+                recipe=recipe,
+                version=pinned,
+                created_by=user,
+                inputs=checked_inputs,
+                script=checked_script,
+                state=state.to_dict(),
+                next={"step": graph.steps[0].key},
+                enqueued_at=timezone.now(),
+            )
+        )
+    if errors:
+        raise InputsInvalid(errors)
     with transaction.atomic():
-        store.start(run, [events.run_queued(version=pinned.number)])
-        dispatch.send_on_commit(run.pk)
-    return run
+        store.start_many(runs, [events.run_queued(version=pinned.number)])
+        for run in runs:
+            dispatch.send_on_commit(run.pk)
+    return runs
+
+
+def _version_to_run(
+    recipe: Recipe, version: int | None, snapshot: RecipeVersion | None
+) -> RecipeVersion:
+    """The draft snapshot given, or the published version asked for, or the latest one."""
+    if snapshot is not None:
+        if snapshot.recipe_id != recipe.pk or not snapshot.is_draft_snapshot:
+            raise RunNotStartable(f"version: not a draft snapshot of '{recipe.slug}'")
+        return snapshot
+    # The document is left to version_graph, which parses it once per process.
+    published = RecipeVersion.objects.published().filter(recipe=recipe).defer("document")
+    pinned = (
+        published.filter(number=version).first()
+        if version
+        else published.order_by("-number").first()
+    )
+    if pinned is None:
+        raise RunNotStartable(
+            f"version: '{recipe.slug}' has no version {version}"
+            if version
+            else f"'{recipe.slug}' has no published version yet: publish it first"
+        )
+    return pinned
 
 
 def run_cancel(*, run: Run) -> Run:

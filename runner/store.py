@@ -68,6 +68,22 @@ def start(run: Run, first: list[events.Event], *, history: Sequence[StepRun] = (
         events.append(run.pk, run.created_by_id, 0, first)
 
 
+def start_many(runs: list[Run], first: list[events.Event]) -> None:
+    """Insert new runs, each with the same first events, in two statements (one for one run)."""
+    if len(runs) == 1:
+        start(runs[0], first)
+        return
+    for run in runs:
+        run.event_seq = len(first)
+    with transaction.atomic(savepoint=False):
+        # Both databases return the new keys from a bulk insert (SQLite since 3.35).
+        Run.objects.bulk_create(runs)
+        rows = {run.pk: events.rows(run.pk, first) for run in runs}
+        RunEvent.objects.bulk_create(row for run_rows in rows.values() for row in run_rows)
+        for run in runs:
+            events.push_on_commit(run.pk, run.created_by_id, rows[run.pk])
+
+
 def _copy_steps(run: Run, steps: Sequence[StepRun]) -> None:
     """Insert copies of another run's StepRuns (their evaluations prefetched) into `run`.
 

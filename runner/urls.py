@@ -8,6 +8,7 @@ from . import apis
 # Ids are whole numbers in ASCII digits that fit a bigint: any other is no run or task (404).
 urlpatterns = [
     api(f"recipes/{SLUG}/runs", apis.RecipeRunsApi.as_view(), "recipe-runs"),
+    api(f"recipes/{SLUG}/runs/batch", apis.RecipeRunBatchApi.as_view(), "recipe-run-batch"),
     api("runs", apis.RunListApi.as_view(), "run-list"),
     api("runs/compare", apis.RunCompareApi.as_view(), "run-compare"),
     api(f"runs/(?P<run_id>{WHOLE_NUMBER})", apis.RunDetailApi.as_view(), "run-detail"),
