@@ -50,6 +50,43 @@ def test_it_explains_what_is_wrong(story_recipe: Recipe, args: list[str], messag
     assert Run.objects.count() == 0
 
 
+def test_it_starts_a_run_per_line_of_an_inputs_file_and_waits_for_them_all(
+    worker: Any, story_recipe: Recipe, tmp_path: Path
+) -> None:
+    inputs = tmp_path / "topics.jsonl"
+    inputs.write_text('{"topic": "owls"}\n\n{"topic": "tides"}\n{"topic": "lamps"}\n')
+    out = StringIO()
+
+    call_command(
+        "run_recipe", "story", "--inputs-file", str(inputs), "--wait", "--timeout", "30", stdout=out
+    )
+
+    printed = out.getvalue()
+    assert "3 runs of story v1 queued" in printed
+    assert printed.rstrip().endswith("3 succeeded")
+    assert sorted(Run.objects.values_list("inputs__topic", flat=True)) == ["lamps", "owls", "tides"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"topic": "owls"}\n{"topic": 3}\n', r"no run started(.|\n)*line 2: inputs.topic"),
+        ('{"topic": "owls"}\n{"topic": \n', "line 2: not JSON"),
+        ('["owls"]\n', "line 1: not an object of inputs"),
+        ("\n\n", "no line of inputs"),
+    ],
+)
+def test_an_inputs_file_with_a_bad_line_starts_nothing_and_names_the_line(
+    story_recipe: Recipe, tmp_path: Path, text: str, message: str
+) -> None:
+    inputs = tmp_path / "topics.jsonl"
+    inputs.write_text(text)
+
+    with pytest.raises(CommandError, match=message):
+        call_command("run_recipe", "story", "--inputs-file", str(inputs))
+    assert Run.objects.count() == 0
+
+
 def test_it_says_where_to_decide_when_the_run_waits_for_a_reviewer(
     worker: Any, story_recipe: Recipe
 ) -> None:

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import json
+import re
+import sys
 import time
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db.models import Count
 
 from runner import embedded, services
 from runner.inputs import InputsInvalid, coerce_cli_value
@@ -16,12 +19,22 @@ from workflows.models import Recipe
 
 
 class Command(BaseCommand):
-    help = "Start a run of a recipe's latest published version; --wait prints its progress."
+    help = (
+        "Start a run of a recipe's latest published version (--inputs-file: one run per line of "
+        "a JSON Lines file); --wait prints its progress."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("slug")
         parser.add_argument("--input", action="append", default=[], metavar="NAME=VALUE")
         parser.add_argument("--script", default=None, help='dry run: JSON {"alias": ["reply"]}')
+        parser.add_argument(
+            "--inputs-file",
+            default=None,
+            metavar="FILE",
+            help="start one run per line of FILE (JSON Lines, '-' for stdin), each line an "
+            "object of inputs; all of them or none",
+        )
         parser.add_argument("--user", default=None, help="run as this user (default: the owner)")
         parser.add_argument(
             "--wait",
@@ -51,12 +64,17 @@ class Command(BaseCommand):
             script = json.loads(opts["script"]) if opts["script"] else None
         except json.JSONDecodeError as exc:
             raise CommandError(f"--script is not JSON: {exc}") from None
+        if opts["inputs_file"] and opts["input"]:
+            raise CommandError("--input and --inputs-file do not go together")
         if settings.EMBEDDED_WORKER and not opts["wait"]:
             # Without Redis the queue lives in this process: nobody else would see the run.
             self.stdout.write("no REDIS_URL: running it here (as with --wait)")
             opts["wait"] = True
         if opts["wait"] and settings.EMBEDDED_WORKER:
             embedded.start()  # the in-memory broker only reaches a worker in this process
+        if opts["inputs_file"]:
+            self._start_many(recipe, user, opts["inputs_file"], script, opts)
+            return
         try:
             run = services.run_start(user=user, recipe=recipe, inputs=inputs, script=script)
         except InputsInvalid as exc:
@@ -69,6 +87,47 @@ class Command(BaseCommand):
         if not opts["wait"]:
             return
         self._follow(run, opts["timeout"])
+
+    def _start_many(
+        self, recipe: Recipe, user: Any, path: str, script: object, opts: dict[str, Any]
+    ) -> None:
+        lines = read_inputs_file(path)
+        items = [{"inputs": inputs, "script": script} for _, inputs in lines]
+        try:
+            runs = services.run_start_many(user=user, recipe=recipe, items=items)
+        except InputsInvalid as exc:
+            raise CommandError(
+                "no run started; these lines do not fit the recipe:\n  "
+                + "\n  ".join(_by_line(error, lines) for error in exc.errors)
+            ) from None
+        except services.RunNotStartable as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(
+            f"{len(runs)} runs of {recipe.slug} v{runs[0].version.number} queued: "
+            f"{runs[0].pk}..{runs[-1].pk}"
+        )
+        if opts["wait"]:
+            self._follow_many([run.pk for run in runs], opts["timeout"])
+
+    def _follow_many(self, run_ids: list[int], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            statuses = dict(
+                Run.objects.filter(pk__in=run_ids)
+                .values("status")
+                .annotate(n=Count("pk"))
+                .values_list("status", "n")
+            )
+            ended = sum(n for status, n in statuses.items() if status in TERMINAL)
+            if ended == len(run_ids) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        summary = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
+        if ended < len(run_ids):
+            raise CommandError(f"after {timeout:.0f} s: {summary}; the rest go on without this")
+        self.stdout.write(summary)
+        if statuses.get(RunStatus.FAILED):
+            raise CommandError(f"{statuses[RunStatus.FAILED]} of {len(run_ids)} runs failed")
 
     def _follow(self, run: Run, timeout: float) -> None:
         seen = 0
@@ -103,6 +162,40 @@ class Command(BaseCommand):
             f"run {run.pk} is still {run.status} after {timeout:.0f} s; it goes on without "
             f"this command (follow it at {settings.SITE_URL}/runs/{run.pk}/)"
         )
+
+
+def read_inputs_file(path: str) -> list[tuple[int, dict[str, Any]]]:
+    """The (line number, inputs) of each non-blank line of a JSON Lines file ('-': stdin)."""
+    try:
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as file:
+                text = file.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CommandError(f"--inputs-file {path}: {exc}") from None
+    lines = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            inputs = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CommandError(f"--inputs-file {path}, line {number}: not JSON: {exc}") from None
+        if not isinstance(inputs, dict):
+            raise CommandError(f"--inputs-file {path}, line {number}: not an object of inputs")
+        lines.append((number, inputs))
+    if not lines:
+        raise CommandError(f"--inputs-file {path}: no line of inputs")
+    return lines
+
+
+def _by_line(error: str, lines: list[tuple[int, dict[str, Any]]]) -> str:
+    """`runs[i].inputs.x: ...` as `line N: inputs.x: ...`."""
+    found = re.match(r"runs\[(\d+)\]\.", error)
+    if found is None:
+        return error
+    return f"line {lines[int(found.group(1))][0]}: {error[found.end() :]}"
 
 
 def waiting_for_reviewer(group: str, task_id: int, timeout: float) -> str:
