@@ -43,7 +43,7 @@ from workflows.actor_urls import (
     redact_url,
     settings_allowlist,
 )
-from workflows.guarded_http import BodyTooLarge, DeadlinePassed, GuardedTransport
+from workflows.guarded_http import BodyTooLarge, DeadlinePassed, call_deadline, guarded_client
 from workflows.models import Actor
 
 # Texts per request: servers cap a request's inputs (OpenAI at 2048) and its tokens.
@@ -212,14 +212,8 @@ class _Client:
         timeout_s = float(self._actor.timeout_s)
         deadline = time.monotonic() + timeout_s
         timeout = httpx.Timeout(timeout_s, connect=min(CONNECT_TIMEOUT_S, timeout_s))
-        transport = GuardedTransport(
-            allowlist=self._allowlist, deadline=deadline, max_body_bytes=MAX_BODY_BYTES
-        )
-        # trust_env=False: a proxy from the environment would resolve names itself and
-        # skip the address check.
-        with httpx.Client(
-            transport=transport, follow_redirects=False, trust_env=False, timeout=timeout
-        ) as http_client:
+        http_client = guarded_client(self._allowlist, max_body_bytes=MAX_BODY_BYTES)
+        with call_deadline(deadline):
             client = openai.OpenAI(
                 base_url=self.base_url,
                 api_key=self._key,

@@ -8,19 +8,23 @@ reads, how much it reads.
 - A response body is cut at the call's deadline, between chunks and, through a watchdog on
   the socket, during a stalled read; and at a byte ceiling.
 
-Callers (the chat providers, the knowledge bases' embeddings) see the cuts as `DeadlinePassed`
-and `BodyTooLarge`. Here, below both, so neither imports the other.
+Callers (the chat providers, the knowledge bases' embeddings) take the process's client for
+their guard (`guarded_client`), make their calls inside `call_deadline`, and see the cuts as
+`DeadlinePassed` and `BodyTooLarge`. Here, below both, so neither imports the other.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from functools import cache
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 
 import httpx
 
@@ -36,6 +40,48 @@ def _tls_context() -> ssl.SSLContext:
     """The TLS settings of every call, made once per process: loading the CA bundle costs
     milliseconds, and a worker makes hundreds of calls a second. SSLContext is thread-safe."""
     return httpx.create_ssl_context()
+
+
+_call_deadline: ContextVar[float | None] = ContextVar("guarded_call_deadline", default=None)
+
+
+@contextlib.contextmanager
+def call_deadline(at: float) -> Iterator[None]:
+    """Bound the guarded calls made in the block to `at` (a `time.monotonic()` value): a body
+    still coming then is cut, as DeadlinePassed."""
+    token = _call_deadline.set(at)
+    try:
+        yield
+    finally:
+        _call_deadline.reset(token)
+
+
+_clients: dict[tuple[int, Allowlist, int, ConnectCheck], httpx.Client] = {}
+_clients_lock = threading.Lock()
+
+
+def guarded_client(
+    allowlist: Allowlist, *, max_body_bytes: int, connect_check: ConnectCheck = connect_addresses
+) -> httpx.Client:
+    """The process's client for calls under this guard, shared by its threads (httpx's client
+    may be). Its pool keeps a connection, made to an address the guard checked, open for the
+    next call to that server: a call pays no TCP and TLS handshake of its own. It keeps no
+    cookies, which would carry one actor's session into another's calls; it ignores proxies
+    from the environment, which would resolve names themselves and skip the address check."""
+    key = (os.getpid(), allowlist, max_body_bytes, connect_check)  # a forked child: its own
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            transport = GuardedTransport(
+                allowlist=allowlist, max_body_bytes=max_body_bytes, connect_check=connect_check
+            )
+            client = _clients[key] = httpx.Client(
+                transport=transport,
+                follow_redirects=False,
+                trust_env=False,
+                cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
+            )
+        return client
 
 
 class BodyTooLarge(Exception):
@@ -106,6 +152,9 @@ class _GuardedStream(httpx.SyncByteStream):
         # shutdown looks like: a cut body must not pass for a complete one.
         if self._cut_short():
             raise DeadlinePassed()
+        # Whole: the connection may serve another call now, which this timer must not cut.
+        if self._watchdog is not None:
+            self._watchdog.cancel()
 
     def _cut_short(self) -> bool:
         fired = self._watchdog is not None and self._watchdog.fired.is_set()
@@ -124,18 +173,21 @@ class GuardedTransport(httpx.BaseTransport):
         self,
         *,
         allowlist: Allowlist,
-        deadline: float,
         max_body_bytes: int,
         connect_check: ConnectCheck = connect_addresses,
     ) -> None:
-        self._inner = httpx.HTTPTransport(verify=_tls_context())
+        # Idle connections are kept (up to 5 s, httpx's default), however many calls were in
+        # flight: a step's next call to its model finds one open.
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+        self._inner = httpx.HTTPTransport(verify=_tls_context(), limits=limits)
         self._allowlist = allowlist
         self._connect_check = connect_check
-        self._deadline = deadline
         self._max_body_bytes = max_body_bytes
-        self._watchdogs: list[_Watchdog] = []
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
+        deadline = _call_deadline.get()
+        if deadline is None:
+            raise RuntimeError("a guarded call is made inside call_deadline(): none was set")
         release()  # the thread waits on the server now: its database connection is not needed
         url = request.url
         port = url.port or (443 if url.scheme == "https" else 80)
@@ -148,15 +200,14 @@ class GuardedTransport(httpx.BaseTransport):
         network_stream = response.extensions.get("network_stream")
         sock = network_stream.get_extra_info("socket") if network_stream is not None else None
         if isinstance(sock, socket.socket):
-            watchdog = _Watchdog(sock, self._deadline - time.monotonic())
-            self._watchdogs.append(watchdog)
+            watchdog = _Watchdog(sock, deadline - time.monotonic())
         assert isinstance(response.stream, httpx.SyncByteStream)
         return httpx.Response(
             status_code=response.status_code,
             headers=response.headers,
             stream=_GuardedStream(
                 response.stream,
-                deadline=self._deadline,
+                deadline=deadline,
                 max_bytes=self._max_body_bytes,
                 watchdog=watchdog,
             ),
@@ -182,6 +233,4 @@ class GuardedTransport(httpx.BaseTransport):
         raise last_error
 
     def close(self) -> None:
-        for watchdog in self._watchdogs:
-            watchdog.cancel()
         self._inner.close()

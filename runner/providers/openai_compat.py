@@ -30,7 +30,7 @@ import httpx
 import openai
 
 from workflows.actor_spec import RESERVED_PARAMS
-from workflows.guarded_http import BodyTooLarge, DeadlinePassed, GuardedTransport
+from workflows.guarded_http import BodyTooLarge, DeadlinePassed, call_deadline, guarded_client
 
 from .base import (
     ChatRequest,
@@ -203,33 +203,25 @@ class OpenAICompatibleProvider:
             if request.system:
                 messages.append({"role": "system", "content": request.system})
             messages.append({"role": "user", "content": request.prompt})
-        transport = GuardedTransport(
-            allowlist=self._allowlist,
-            deadline=deadline,
-            max_body_bytes=self.max_body_bytes,
-            connect_check=connect_addresses,
-        )
         timeout = httpx.Timeout(
             remaining, connect=min(self.connect_timeout, remaining), read=remaining
         )
-        # trust_env=False: a proxy from the environment would resolve names itself and
-        # skip the address check; see urls.py.
-        with httpx.Client(
-            transport=transport, follow_redirects=False, trust_env=False, timeout=timeout
-        ) as http_client:
-            client = openai.OpenAI(
-                base_url=self.base_url,
-                # An empty key makes the SDK send no Authorization header at all, and a
-                # non-None value stops it from reading OPENAI_API_KEY, which belongs to
-                # whoever runs the server, not to this actor.
-                api_key=self._api_key.reveal() if self._api_key else "",
-                max_retries=0,
-                timeout=timeout,
-                http_client=http_client,
-                # Nor should the host's OPENAI_ORG_ID / OPENAI_PROJECT_ID reach this server.
-                # Omit removes a default header; the SDK's annotation only admits str.
-                default_headers=_NO_AMBIENT_HEADERS,
-            )
+        client = openai.OpenAI(
+            base_url=self.base_url,
+            # An empty key makes the SDK send no Authorization header at all, and a non-None
+            # value stops it from reading OPENAI_API_KEY, which belongs to whoever runs the
+            # server, not to this actor.
+            api_key=self._api_key.reveal() if self._api_key else "",
+            max_retries=0,
+            timeout=timeout,
+            http_client=guarded_client(
+                self._allowlist, max_body_bytes=self.max_body_bytes, connect_check=connect_addresses
+            ),
+            # Nor should the host's OPENAI_ORG_ID / OPENAI_PROJECT_ID reach this server.
+            # Omit removes a default header; the SDK's annotation only admits str.
+            default_headers=_NO_AMBIENT_HEADERS,
+        )
+        with call_deadline(deadline):
             body: dict[str, Any] = {"model": request.model, "messages": messages}
             body["stream"] = streaming
             if streaming:
@@ -255,20 +247,26 @@ class OpenAICompatibleProvider:
             except openai.OpenAIError as exc:
                 raise _Failure("failed", retryable=False, detail=str(exc)) from exc
 
-            content_type = response.headers.get("content-type", "")
-            if streaming and "event-stream" in content_type:
-                # Chunks as the JSON they came in (the SDK's own decoder and its error
-                # events), not as its models: building one costs ~90 µs, and a model streams
-                # hundreds per answer. `_read_stream` reads them as untrusted data either way.
-                stream = openai.Stream(cast_to=object, response=response, client=client)
-                return (*self._read_stream(stream, on_token, deadline, emitted), ())
-            # Some compatible servers ignore "stream": read the plain answer, then hand it
-            # over in one piece.
-            text, tokens_in, tokens_out, model, calls = self._read_body(response, content_type)
-            if on_token is not None and text:
-                emitted[0] += len(text)
-                on_token(text)
-            return text, tokens_in, tokens_out, model, calls
+            # Closed however it ends: its connection goes back to the shared pool, its
+            # watchdog is stopped.
+            try:
+                content_type = response.headers.get("content-type", "")
+                if streaming and "event-stream" in content_type:
+                    # Chunks as the JSON they came in (the SDK's own decoder and its error
+                    # events), not as its models: building one costs ~90 µs, and a model
+                    # streams hundreds per answer. `_read_stream` reads them as untrusted data
+                    # either way.
+                    stream = openai.Stream(cast_to=object, response=response, client=client)
+                    return (*self._read_stream(stream, on_token, deadline, emitted), ())
+                # Some compatible servers ignore "stream": read the plain answer, then hand it
+                # over in one piece.
+                text, tokens_in, tokens_out, model, calls = self._read_body(response, content_type)
+                if on_token is not None and text:
+                    emitted[0] += len(text)
+                    on_token(text)
+                return text, tokens_in, tokens_out, model, calls
+            finally:
+                response.close()
 
     def _read_body(
         self, response: httpx.Response, content_type: str

@@ -172,6 +172,7 @@ class RecordedRequest:
     headers: dict[str, str]
     body: bytes = b""
     json: Any = field(default=None)
+    client_port: int = 0  # the connection it came on
 
     @property
     def prompt(self) -> str | None:
@@ -193,6 +194,8 @@ class StubServer:
         self.requests: list[RecordedRequest] = []
         self.default: Behaviour = reply()
         self.models: list[str] = ["llama3.2:latest", "qwen3:latest"]
+        # Plain answers close their connection unless this is set (streams always do).
+        self.keep_alive = False
         self._queue: deque[Behaviour] = deque()
         self.embedder: Callable[[str], list[float]] = stub_embedding
         self._embedding_queue: deque[Behaviour] = deque()
@@ -333,7 +336,11 @@ class _Handler(BaseHTTPRequestHandler):
             payload = json.loads(body) if body else None
         except ValueError:
             payload = None
-        stub._record(RecordedRequest("POST", self.path, self._headers(), body, payload))
+        stub._record(
+            RecordedRequest(
+                "POST", self.path, self._headers(), body, payload, self.client_address[1]
+            )
+        )
         if self.path == EMBEDDINGS_PATH:
             self._embeddings(payload)
             return
@@ -419,12 +426,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("Connection", "close")
+        keep_alive = self.server.stub.keep_alive
+        if not keep_alive:
+            self.send_header("Connection", "close")
         for key, value in headers:
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(body)
-        self.close_connection = True
+        self.close_connection = not keep_alive
 
     def _send_raw(self, behaviour: Behaviour) -> None:
         self._send_bytes(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import time
@@ -63,6 +64,49 @@ def test_it_returns_a_plain_answer_with_its_usage(
     assert sent.prompt == "Write a story about a fox"
     assert sent.json["messages"][0] == {"role": "system", "content": "You write fables."}
     assert not sent.json.get("stream")
+
+
+def test_calls_to_a_server_go_on_over_the_connection_the_first_one_opened(
+    any_provider: MakeProvider, stub_server: StubServer
+) -> None:
+    stub_server.keep_alive = True
+    provider = any_provider()
+
+    answers = [provider.complete(ask()).text for _ in range(3)]
+
+    assert answers == ["stub answer"] * 3
+    assert len({sent.client_port for sent in stub_server.chat_requests}) == 1
+
+
+def test_a_cookie_one_call_is_given_reaches_no_later_call(
+    openai_provider: MakeProvider, stub_server: StubServer
+) -> None:
+    stub_server.keep_alive = True
+    completion = {"choices": [{"message": {"role": "assistant", "content": "first"}}]}
+    stub_server.enqueue(
+        raw(json.dumps(completion), headers={"Set-Cookie": "session=theirs; Path=/"}), reply()
+    )
+
+    openai_provider().complete(ask())
+    openai_provider(api_key="sk-another-actor-0123").complete(ask())
+
+    assert [sent.headers.get("cookie") for sent in stub_server.chat_requests] == [None, None]
+
+
+def test_a_finished_calls_deadline_does_not_cut_the_next_call_on_its_connection(
+    openai_provider: MakeProvider, stub_server: StubServer
+) -> None:
+    # The first call's watchdog would shut the shared connection down at its deadline (1 s),
+    # in the middle of the second call, had it not been stopped when the first body ended.
+    stub_server.keep_alive = True
+    stub_server.enqueue(reply("quick"), reply("slow", delay_s=1.5))
+    provider = openai_provider()
+
+    first = provider.complete(ask(timeout_s=1))
+    second = provider.complete(ask(timeout_s=10))
+
+    assert (first.text, second.text) == ("quick", "slow")
+    assert len({sent.client_port for sent in stub_server.chat_requests}) == 1
 
 
 def test_it_streams_tokens_in_order_and_returns_the_full_text(
