@@ -176,13 +176,25 @@ class GuardedTransport(httpx.BaseTransport):
         max_body_bytes: int,
         connect_check: ConnectCheck = connect_addresses,
     ) -> None:
-        # Idle connections are kept (up to 5 s, httpx's default), however many calls were in
-        # flight: a step's next call to its model finds one open.
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-        self._inner = httpx.HTTPTransport(verify=_tls_context(), limits=limits)
+        self._pools: dict[tuple[str, str, int], httpx.HTTPTransport] = {}
+        self._pools_lock = threading.Lock()
         self._allowlist = allowlist
         self._connect_check = connect_check
         self._max_body_bytes = max_body_bytes
+
+    def _pool_of(self, scheme: str, host: str, port: int) -> httpx.HTTPTransport:
+        """The connections of one server name. A pinned request's URL names its address, which
+        other names may share (a CDN's): their requests must not ride on a connection whose
+        TLS session verified this name."""
+        key = (scheme, host, port)
+        with self._pools_lock:
+            pool = self._pools.get(key)
+            if pool is None:
+                # Idle connections are kept (up to 5 s, httpx's default), however many calls
+                # were in flight: a step's next call to its model finds one open.
+                limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+                pool = self._pools[key] = httpx.HTTPTransport(verify=_tls_context(), limits=limits)
+            return pool
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         deadline = _call_deadline.get()
@@ -192,10 +204,11 @@ class GuardedTransport(httpx.BaseTransport):
         url = request.url
         port = url.port or (443 if url.scheme == "https" else 80)
         addresses = self._connect_check(url.host, port, self._allowlist)
+        pool = self._pool_of(url.scheme, url.host, port)
         if addresses is None:
-            response = self._inner.handle_request(request)
+            response = pool.handle_request(request)
         else:
-            response = self._send_pinned(request, addresses)
+            response = self._send_pinned(pool, request, addresses)
         watchdog = None
         network_stream = response.extensions.get("network_stream")
         sock = network_stream.get_extra_info("socket") if network_stream is not None else None
@@ -214,7 +227,9 @@ class GuardedTransport(httpx.BaseTransport):
             extensions=response.extensions,
         )
 
-    def _send_pinned(self, request: httpx.Request, addresses: list[str]) -> httpx.Response:
+    def _send_pinned(
+        self, pool: httpx.HTTPTransport, request: httpx.Request, addresses: list[str]
+    ) -> httpx.Response:
         """Send to the checked addresses in turn, keeping the name for Host and TLS."""
         original_url = request.url
         if original_url.scheme == "https":
@@ -223,7 +238,7 @@ class GuardedTransport(httpx.BaseTransport):
         for address in addresses:
             request.url = original_url.copy_with(host=address)
             try:
-                return self._inner.handle_request(request)
+                return pool.handle_request(request)
             except httpx.ConnectError as exc:
                 # Nothing was sent yet, so the next address is as safe to try as the first.
                 last_error = exc
@@ -233,4 +248,7 @@ class GuardedTransport(httpx.BaseTransport):
         raise last_error
 
     def close(self) -> None:
-        self._inner.close()
+        with self._pools_lock:
+            pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
+            pool.close()

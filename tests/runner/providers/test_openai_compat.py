@@ -691,6 +691,28 @@ def test_it_connects_to_the_address_it_checked_keeping_the_host_name(
     assert sent.headers["host"] == f"models.example:{stub_server.port}"
 
 
+def test_two_names_on_one_address_never_share_a_connection(
+    stub_server: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A connection (its TLS session, on https) was made for one name: a request to another
+    # name at the same address, a CDN's say, opens its own.
+    stub_server.keep_alive = True
+    fake_resolver(monkeypatch, {"a.example": [["127.0.0.1"]], "b.example": [["127.0.0.1"]]})
+
+    def provider(name: str) -> OpenAICompatibleProvider:
+        url = f"http://{name}:{stub_server.port}/v1"
+        return OpenAICompatibleProvider(url, None, allowlist=["127.0.0.0/8"])
+
+    for name in ["a.example", "b.example", "a.example", "b.example"]:
+        provider(name).complete(ask())
+
+    ports = {}
+    for sent in stub_server.chat_requests:
+        ports.setdefault(sent.headers["host"].partition(":")[0], set()).add(sent.client_port)
+    assert [len(ports["a.example"]), len(ports["b.example"])] == [1, 1]
+    assert ports["a.example"] != ports["b.example"]
+
+
 # -- Ollama -------------------------------------------------------------------------------
 
 
