@@ -21,6 +21,7 @@ import socket
 import ssl
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from functools import cache
@@ -56,8 +57,18 @@ def call_deadline(at: float) -> Iterator[None]:
         _call_deadline.reset(token)
 
 
-_clients: dict[tuple[int, Allowlist, int, ConnectCheck], httpx.Client] = {}
+_clients: dict[tuple[Allowlist, int, ConnectCheck], httpx.Client] = {}
 _clients_lock = threading.Lock()
+
+
+def _forget_clients_in_child() -> None:
+    """A forked child makes its own clients: its parent's sockets and lock are not its own."""
+    global _clients_lock
+    _clients.clear()
+    _clients_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_clients_in_child)
 
 
 def guarded_client(
@@ -68,7 +79,7 @@ def guarded_client(
     next call to that server: a call pays no TCP and TLS handshake of its own. It keeps no
     cookies, which would carry one actor's session into another's calls; it ignores proxies
     from the environment, which would resolve names themselves and skip the address check."""
-    key = (os.getpid(), allowlist, max_body_bytes, connect_check)  # a forked child: its own
+    key = (allowlist, max_body_bytes, connect_check)
     with _clients_lock:
         client = _clients.get(key)
         if client is None:
@@ -102,19 +113,29 @@ class _Watchdog:
     def __init__(self, sock: socket.socket, delay: float) -> None:
         self.fired = threading.Event()
         self._sock = sock
+        # Timer.cancel() does not stop a timer that is already running: the lock makes a cut
+        # and a cancel exclusive, so that once cancel() returns the socket is never cut.
+        self._lock = threading.Lock()
+        self._cancelled = False
         self._timer = threading.Timer(max(delay, 0.0), self._cut)
         self._timer.daemon = True
         self._timer.start()
 
     def _cut(self) -> None:
-        self.fired.set()
-        # The base-class method, so that on a TLS socket the SSL object is left alone for
-        # the reading thread, which then sees a plain end of stream.
-        with contextlib.suppress(OSError):
-            socket.socket.shutdown(self._sock, socket.SHUT_RDWR)
+        with self._lock:
+            if self._cancelled:
+                return
+            self.fired.set()
+            # The base-class method, so that on a TLS socket the SSL object is left alone for
+            # the reading thread, which then sees a plain end of stream.
+            with contextlib.suppress(OSError):
+                socket.socket.shutdown(self._sock, socket.SHUT_RDWR)
 
     def cancel(self) -> None:
-        """Stop the timer; the response was read or dropped in time."""
+        """Stop the timer for good: the response was read or dropped, and its connection may
+        serve another call, which this timer must not cut."""
+        with self._lock:
+            self._cancelled = True
         self._timer.cancel()
 
 
@@ -148,13 +169,14 @@ class _GuardedStream(httpx.SyncByteStream):
             if self._cut_short():
                 raise DeadlinePassed() from exc
             raise
+        # Stopped first, so that no cut can come after the check below: the connection may
+        # serve another call once this body is closed.
+        if self._watchdog is not None:
+            self._watchdog.cancel()
         # A body without a length ends at end of stream, which is also what the watchdog's
         # shutdown looks like: a cut body must not pass for a complete one.
         if self._cut_short():
             raise DeadlinePassed()
-        # Whole: the connection may serve another call now, which this timer must not cut.
-        if self._watchdog is not None:
-            self._watchdog.cancel()
 
     def _cut_short(self) -> bool:
         fired = self._watchdog is not None and self._watchdog.fired.is_set()
@@ -164,6 +186,15 @@ class _GuardedStream(httpx.SyncByteStream):
         if self._watchdog is not None:
             self._watchdog.cancel()
         self._inner.close()
+
+
+# Idle connections are kept however many calls were in flight (a step's next call to its model
+# finds one open), for 2 s: less than the 5 s after which uvicorn (vLLM, LiteLLM, llama.cpp's
+# server) and Node close an idle one, so that a call never picks one the server is closing.
+POOL_LIMITS = httpx.Limits(
+    max_connections=None, max_keepalive_connections=None, keepalive_expiry=2.0
+)
+MAX_POOLS = 64  # server names with a pool of their own in a process
 
 
 class GuardedTransport(httpx.BaseTransport):
@@ -176,7 +207,7 @@ class GuardedTransport(httpx.BaseTransport):
         max_body_bytes: int,
         connect_check: ConnectCheck = connect_addresses,
     ) -> None:
-        self._pools: dict[tuple[str, str, int], httpx.HTTPTransport] = {}
+        self._pools: OrderedDict[tuple[str, str, int], httpx.HTTPTransport] = OrderedDict()
         self._pools_lock = threading.Lock()
         self._allowlist = allowlist
         self._connect_check = connect_check
@@ -185,15 +216,16 @@ class GuardedTransport(httpx.BaseTransport):
     def _pool_of(self, scheme: str, host: str, port: int) -> httpx.HTTPTransport:
         """The connections of one server name. A pinned request's URL names its address, which
         other names may share (a CDN's): their requests must not ride on a connection whose
-        TLS session verified this name."""
+        TLS session verified this name. The names used least recently past MAX_POOLS are
+        let go (their calls in flight finish on them; their idle sockets close with them)."""
         key = (scheme, host, port)
         with self._pools_lock:
-            pool = self._pools.get(key)
+            pool = self._pools.pop(key, None)
             if pool is None:
-                # Idle connections are kept (up to 5 s, httpx's default), however many calls
-                # were in flight: a step's next call to its model finds one open.
-                limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-                pool = self._pools[key] = httpx.HTTPTransport(verify=_tls_context(), limits=limits)
+                pool = httpx.HTTPTransport(verify=_tls_context(), limits=POOL_LIMITS)
+            self._pools[key] = pool  # the most recently used, last
+            while len(self._pools) > MAX_POOLS:
+                del self._pools[next(iter(self._pools))]
             return pool
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -209,23 +241,27 @@ class GuardedTransport(httpx.BaseTransport):
             response = pool.handle_request(request)
         else:
             response = self._send_pinned(pool, request, addresses)
-        watchdog = None
-        network_stream = response.extensions.get("network_stream")
-        sock = network_stream.get_extra_info("socket") if network_stream is not None else None
-        if isinstance(sock, socket.socket):
-            watchdog = _Watchdog(sock, deadline - time.monotonic())
-        assert isinstance(response.stream, httpx.SyncByteStream)
-        return httpx.Response(
-            status_code=response.status_code,
-            headers=response.headers,
-            stream=_GuardedStream(
-                response.stream,
-                deadline=deadline,
-                max_bytes=self._max_body_bytes,
-                watchdog=watchdog,
-            ),
-            extensions=response.extensions,
-        )
+        try:
+            watchdog = None
+            network_stream = response.extensions.get("network_stream")
+            sock = network_stream.get_extra_info("socket") if network_stream is not None else None
+            if isinstance(sock, socket.socket):
+                watchdog = _Watchdog(sock, deadline - time.monotonic())
+            assert isinstance(response.stream, httpx.SyncByteStream)
+            return httpx.Response(
+                status_code=response.status_code,
+                headers=response.headers,
+                stream=_GuardedStream(
+                    response.stream,
+                    deadline=deadline,
+                    max_bytes=self._max_body_bytes,
+                    watchdog=watchdog,
+                ),
+                extensions=response.extensions,
+            )
+        except BaseException:
+            response.close()  # else its connection stays taken in the shared pool
+            raise
 
     def _send_pinned(
         self, pool: httpx.HTTPTransport, request: httpx.Request, addresses: list[str]

@@ -244,6 +244,9 @@ class OpenAICompatibleProvider:
                 raise self._status_failure(exc) from exc
             except openai.APIConnectionError as exc:
                 raise _transport_failure(exc, self.connect_timeout) from exc
+            except (httpx.HTTPError, BodyTooLarge, DeadlinePassed) as exc:
+                # Reading an error answer's body, which the SDK does outside its own guard.
+                raise _transport_failure(exc, self.connect_timeout) from exc
             except openai.OpenAIError as exc:
                 raise _Failure("failed", retryable=False, detail=str(exc)) from exc
 
