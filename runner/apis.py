@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -293,6 +294,20 @@ class DecideInput(StrictText, serializers.Serializer):
     comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=20000)
 
 
+def refusing_unstartable(start: Callable[[], Response]) -> Callable[[], Response]:
+    """`start`, with inputs that do not fit answered 400 and a version that cannot run 409."""
+
+    def answer() -> Response:
+        try:
+            return start()
+        except InputsInvalid as exc:
+            return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
+        except services.RunNotStartable as exc:
+            return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
+
+    return answer
+
+
 class RecipeRunsApi(APIView):
     @extend_schema(
         request=RunStartInput,
@@ -306,22 +321,17 @@ class RecipeRunsApi(APIView):
         data.is_valid(raise_exception=True)
 
         def start() -> Response:
-            try:
-                run = services.run_start(
-                    user=request.user,
-                    recipe=recipe,
-                    inputs=data.validated_data["inputs"],
-                    script=data.validated_data.get("script"),
-                    version=data.validated_data.get("version"),
-                )
-            except InputsInvalid as exc:
-                return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
-            except services.RunNotStartable as exc:
-                return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
+            run = services.run_start(
+                user=request.user,
+                recipe=recipe,
+                inputs=data.validated_data["inputs"],
+                script=data.validated_data.get("script"),
+                version=data.validated_data.get("version"),
+            )
             output = RunDetailOutput(run, context={RunDetailOutput.STARTED: True})
             return Response(output.data, status=status.HTTP_201_CREATED)
 
-        return respond_once(request, start)
+        return respond_once(request, refusing_unstartable(start))
 
 
 class RunBatchOutput(serializers.Serializer):
@@ -348,20 +358,15 @@ class RecipeRunBatchApi(APIView):
         data.is_valid(raise_exception=True)
 
         def start() -> Response:
-            try:
-                runs = services.run_start_many(
-                    user=request.user,
-                    recipe=recipe,
-                    items=data.validated_data["runs"],
-                    version=data.validated_data.get("version"),
-                )
-            except InputsInvalid as exc:
-                return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
-            except services.RunNotStartable as exc:
-                return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
+            runs = services.run_start_many(
+                user=request.user,
+                recipe=recipe,
+                items=data.validated_data["runs"],
+                version=data.validated_data.get("version"),
+            )
             return Response(RunBatchOutput(runs).data, status=status.HTTP_201_CREATED)
 
-        return respond_once(request, start)
+        return respond_once(request, refusing_unstartable(start))
 
 
 class RunListApi(APIView):
