@@ -124,14 +124,13 @@ def run_start_many(
     recipe: Recipe,
     items: Sequence[dict[str, object]],
     version: int | None = None,
-    snapshot: RecipeVersion | None = None,
 ) -> list[Run]:
     """Queue a run of one version of the recipe for each item's `inputs` (and dry-run
     `script`), in one transaction: all of them, or, when any item is refused, none.
 
     InputsInvalid lists every item's problems, each prefixed `runs[i].`.
     """
-    return _start_runs(user, recipe, items, version, snapshot, name_items=True)
+    return _start_runs(user, recipe, items, version, None, name_items=True)
 
 
 def _start_runs(

@@ -78,10 +78,10 @@ def start_many(runs: list[Run], first: list[events.Event]) -> None:
     with transaction.atomic(savepoint=False):
         # Both databases return the new keys from a bulk insert (SQLite since 3.35).
         Run.objects.bulk_create(runs)
-        rows = {run.pk: events.rows(run.pk, first) for run in runs}
-        RunEvent.objects.bulk_create(row for run_rows in rows.values() for row in run_rows)
-        for run in runs:
-            events.push_on_commit(run.pk, run.created_by_id, rows[run.pk])
+        rows = [events.rows(run.pk, first) for run in runs]
+        RunEvent.objects.bulk_create(row for run_rows in rows for row in run_rows)
+        for run, run_rows in zip(runs, rows, strict=True):
+            events.push_on_commit(run.pk, run.created_by_id, run_rows)
 
 
 def _copy_steps(run: Run, steps: Sequence[StepRun]) -> None:
