@@ -9,7 +9,10 @@ the worker also keeps the text so far here, and the monitor's socket sends it fi
 With REDIS_URL the text lives in Redis (a hash per run: step seq -> text, gone an hour after
 the last write or when the step ends), shared by the workers and the server processes. Without
 it, the embedded worker runs in the server's own process and a dictionary does. Like a push,
-keeping the text is best effort: a Redis that fails loses the live text, never the step.
+keeping the text is best effort: a Redis that fails loses the live text, never the step. The
+writes go through the process's outbox (`runner.publisher.outbox`), in order with the pushes:
+the text is kept before the push that follows it, so a monitor that joins the run's group and
+then reads the text so far misses nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import redis
 from django.conf import settings
 
 from . import outages
-from .publisher import redis_client
+from .publisher import outbox, redis_client
 
 KEY_PREFIX = "branchline:streamed"
 KEEP_SECONDS = 3600
@@ -45,15 +48,10 @@ def keep(run_id: int, seq: int, text: str) -> None:
         with _lock:
             _local.setdefault(run_id, {})[seq] = text
         return
-    if outages.channel_layer.is_open():
-        return
-    try:
-        with _redis(settings.REDIS_URL).pipeline(transaction=False) as pipe:
-            pipe.hset(_key(run_id), str(seq), text)
-            pipe.expire(_key(run_id), KEEP_SECONDS)
-            pipe.execute()
-    except redis.RedisError as exc:
-        outages.channel_layer.trip(exc)
+    key = _key(run_id)
+    outbox.send(
+        _redis(settings.REDIS_URL), ("HSET", key, str(seq), text), ("EXPIRE", key, KEEP_SECONDS)
+    )
 
 
 def forget(run_id: int, seq: int) -> None:
@@ -65,12 +63,7 @@ def forget(run_id: int, seq: int) -> None:
             if not steps:
                 _local.pop(run_id, None)
         return
-    if outages.channel_layer.is_open():
-        return
-    try:
-        _redis(settings.REDIS_URL).hdel(_key(run_id), str(seq))
-    except redis.RedisError as exc:
-        outages.channel_layer.trip(exc)
+    outbox.send(_redis(settings.REDIS_URL), ("HDEL", _key(run_id), str(seq)))
 
 
 def so_far(run_id: int) -> dict[int, str]:

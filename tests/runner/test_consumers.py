@@ -19,6 +19,7 @@ from runner import consumers, events
 from runner.consumers import RunEventsConsumer
 from runner.models import HumanTask, Run, StepRun
 from runner.status import Outcome, RunStatus, StepStatus
+from runner.publisher import outbox
 from runner.steps.session import TokenStreamer
 from tests.factories import GroupFactory, UserFactory
 from tests.live_server import free_port
@@ -302,6 +303,7 @@ async def test_a_monitor_opened_mid_answer_gets_the_text_streamed_so_far_first(
     streamer = TokenStreamer(run.pk, 1, "a lease token")
     streamer.add("Once upon")
     await sync_to_async(streamer.flush)()  # pushed before anyone watched: kept all the same
+    assert await sync_to_async(outbox.drain)()  # the worker's writes to Redis have left
 
     communicator, connected, _ = await connect(f"/ws/runs/{run.pk}/", owner)
     assert connected
@@ -323,6 +325,7 @@ async def test_a_monitor_opened_mid_answer_gets_the_text_streamed_so_far_first(
 
     # Once the answer has ended (its text is in step.finished), a new monitor gets none.
     await sync_to_async(streamer.close)()
+    assert await sync_to_async(outbox.drain)()
     late = await watch_run(run, owner)  # its first message is `replayed`: no token before
     await communicator.disconnect()
     await late.disconnect()

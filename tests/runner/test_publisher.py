@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 import pytest
+import redis
 from channels.layers import get_channel_layer
 from channels_redis.pubsub import RedisPubSubChannelLayer
 
 from runner import outages
-from runner.publisher import RedisGroupPublisher, publisher
+from runner.publisher import RedisGroupPublisher, RedisOutbox, outbox, publisher
 
 redis_layer = pytest.mark.skipif(
     not isinstance(get_channel_layer(), RedisPubSubChannelLayer),
@@ -25,7 +27,7 @@ async def test_a_published_message_reaches_the_layers_group_members() -> None:
     await layer.group_add("run-publish-test", channel)
     message = {"type": "run.events", "run": 1, "events": [{"seq": 1, "data": {"text": "ü"}}]}
     try:
-        publisher.send("run-publish-test", message)  # blocking, from this thread
+        publisher.send("run-publish-test", message)  # queued for the outbox's thread
         received = await layer.receive(channel)
     finally:
         await layer.group_discard("run-publish-test", channel)
@@ -41,8 +43,61 @@ def test_an_unreachable_redis_is_logged_not_raised_and_then_skipped(caplog: Any)
     try:
         with caplog.at_level(logging.WARNING, logger="runner.outages"):
             redis_publisher.group_send("run-1", {"type": "run.events", "events": []})
+            assert outbox.drain()
         assert "the channel layer's Redis is unreachable" in caplog.text
         # Consumers catch up from the event log: the next pushes do not wait on Redis.
         assert outages.channel_layer.is_open()
     finally:
+        outages.channel_layer.reset()
+
+
+@redis_layer
+async def test_many_pushes_from_many_threads_arrive_each_threads_in_order() -> None:
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add("run-outbox-test", channel)
+
+    def push(thread: int) -> None:
+        for i in range(100):
+            publisher.send("run-outbox-test", {"type": "run.events", "run": thread, "events": [i]})
+
+    try:
+        threads = [threading.Thread(target=push, args=(t,)) for t in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        received = [await layer.receive(channel) for _ in range(300)]
+    finally:
+        await layer.group_discard("run-outbox-test", channel)
+        await layer.flush()
+    for thread in range(3):
+        assert [m["events"][0] for m in received if m["run"] == thread] == list(range(100))
+
+
+class StalledRedis:
+    """A Redis client whose pipelines hang until released, then fail."""
+
+    def __init__(self) -> None:
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def pipeline(self, transaction: bool) -> Any:
+        self.entered.set()
+        self.release.wait(5)
+        raise redis.ConnectionError("stalled")
+
+
+def test_writes_that_find_the_outbox_full_are_dropped_and_redis_skipped(caplog: Any) -> None:
+    stalled, outbox = StalledRedis(), RedisOutbox(max_waiting=2)
+    outages.channel_layer.reset()
+    try:
+        outbox.send(stalled, ("PUBLISH", "asgi__group__run-1", b"first"))
+        assert stalled.entered.wait(5)  # its thread now waits on Redis
+        with caplog.at_level(logging.WARNING, logger="runner.outages"):
+            for i in range(3):
+                outbox.send(stalled, ("PUBLISH", "asgi__group__run-1", b"%d" % i))
+        assert "2 writes wait for it" in caplog.text
+        assert outages.channel_layer.is_open()  # the next pushes are skipped, not queued
+    finally:
+        stalled.release.set()
         outages.channel_layer.reset()
