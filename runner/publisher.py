@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import itertools
 import logging
 import os
 import queue
@@ -105,33 +106,36 @@ class RedisGroupPublisher:
 
 class RedisOutbox:
     """Send the Redis writes of live delivery (pushes, and the streamed text kept for monitors:
-    `runner.streams`) from one thread per process, all those waiting in one pipeline per Redis.
+    `runner.streams`) from one thread per process, those waiting in pipelines.
 
     A step's thread only queues them, and a worker with hundreds of steps in flight makes one
-    round trip for many: at 300 runs of 3 streamed one-second calls, the pushes cost a worker
-    a fifth of its CPU when each made its own (benchmarks/inflight.py). They are sent in the
-    order queued, so a streamed text is kept before the push that follows it. Like a push, a
-    write is best effort: if Redis cannot take it, it is dropped (consumers catch up from the
-    event log) and Redis skipped for a moment rather than waited on at every push; so is a
-    write that finds `max_waiting` writes queued before it.
+    round trip for many: 300 runs of 3 streamed one-second calls took a worker 6.0 and 6.5 s of
+    CPU this way, 6.7 and 7.5 s when each push made its own (benchmarks/inflight.py, side by
+    side). They are sent in the order queued, so a streamed text is kept before the push that
+    follows it. Like a push, a write is best effort: if Redis cannot take it, it is dropped
+    (consumers catch up from the event log) and Redis skipped for a moment rather than waited
+    on at every push; so is a write that finds `max_waiting` writes queued before it.
     """
 
     MAX_PIPELINE = 500
 
     def __init__(self, *, max_waiting: int = 10_000) -> None:
         self.max_waiting = max_waiting
-        self._queue: queue.Queue[tuple[redis.Redis | None, Any]] = queue.Queue(max_waiting)
+        self._reset()
+
+    def _reset(self) -> None:
+        # Each item: a client and its commands, or None and an Event to set once sent (drain).
+        self._queue: queue.Queue[tuple[redis.Redis | None, Any]] = queue.Queue(self.max_waiting)
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
     def send(self, client: redis.Redis, *commands: tuple[Any, ...]) -> None:
-        """Queue `commands` (each a Redis command and its arguments) for `client`."""
+        """Queue `commands` (each a Redis command and its arguments) for `client`, together."""
         if outages.channel_layer.is_open():
             return
         self._start()
         try:
-            for command in commands:
-                self._queue.put_nowait((client, command))
+            self._queue.put_nowait((client, commands))
         except queue.Full:
             outages.channel_layer.trip(RuntimeError(f"{self.max_waiting} writes wait for it"))
 
@@ -166,48 +170,59 @@ class RedisOutbox:
             self._write(waiting)
 
     def _write(self, waiting: list[tuple[redis.Redis | None, Any]]) -> None:
-        by_client: dict[redis.Redis, list[tuple[Any, ...]]] = {}
-        drained: list[threading.Event] = []
-        for client, command in waiting:
+        # One pipeline per run of writes to the same client, in turn: the order holds across
+        # clients too (the pushes' and the streamed text's are one client: `redis_client`).
+        for client, items in itertools.groupby(waiting, key=lambda item: item[0]):
             if client is None:
-                drained.append(command)
-            else:
-                by_client.setdefault(client, []).append(command)
-        for client, commands in by_client.items():
-            if outages.channel_layer.is_open():
-                break
-            try:
-                with client.pipeline(transaction=False) as pipe:
-                    for command in commands:
-                        pipe.execute_command(*command)
-                    pipe.execute(raise_on_error=False)
-            except redis.RedisError as exc:
-                outages.channel_layer.trip(exc)
-            except Exception as exc:  # the thread must outlive any one write
-                log.warning("could not push an event: %s", exc)
-        for event in drained:
-            event.set()
+                for _, sent in items:
+                    sent.set()
+            elif not outages.channel_layer.is_open():
+                self._pipeline(client, [command for _, commands in items for command in commands])
+
+    @staticmethod
+    def _pipeline(client: redis.Redis, commands: list[tuple[Any, ...]]) -> None:
+        try:
+            with client.pipeline(transaction=False) as pipe:
+                for command in commands:
+                    pipe.execute_command(*command)
+                pipe.execute(raise_on_error=False)
+        except redis.RedisError as exc:
+            outages.channel_layer.trip(exc)
+        except Exception as exc:  # the thread must outlive any one write
+            log.warning("could not push an event: %s", exc)
 
     def forget_thread_in_child(self) -> None:
         """A forked child has no outbox thread (nor what its parent had queued)."""
-        self._queue = queue.Queue(self.max_waiting)
-        self._thread = None
-        self._lock = threading.Lock()
+        self._reset()
 
 
 def redis_client(host: dict[str, Any]) -> redis.Redis:
-    host = dict(host)
+    """The process's client for a Redis of the channel layer's `hosts` form: one per server and
+    options, so that the pushes and the streamed text go through one client (`RedisOutbox`)."""
     # A stalled Redis must not hold a worker: the event log covers what a push loses.
     timeout = settings.BROKER_TIMEOUT_SECONDS
-    options = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+    host = {"socket_timeout": timeout, "socket_connect_timeout": timeout, **host}
+    key = repr(sorted(host.items()))
+    with _clients_lock:
+        if key not in _clients:
+            _clients[key] = _new_redis_client(host)
+        return _clients[key]
+
+
+_clients: dict[str, redis.Redis] = {}
+_clients_lock = threading.Lock()
+
+
+def _new_redis_client(host: dict[str, Any]) -> redis.Redis:
+    host = dict(host)
     if "address" in host:
-        return redis.Redis.from_url(host.pop("address"), **{**options, **host})
+        return redis.Redis.from_url(host.pop("address"), **host)
     if "master_name" in host:
         sentinel = redis.sentinel.Sentinel(
             host.pop("sentinels"), sentinel_kwargs=host.pop("sentinel_kwargs", None)
         )
-        return sentinel.master_for(host.pop("master_name"), **{**options, **host})
-    return redis.Redis(**{**options, **host})
+        return sentinel.master_for(host.pop("master_name"), **host)
+    return redis.Redis(**host)
 
 
 def _log_failure(future: Future[None]) -> None:

@@ -10,9 +10,10 @@ import pytest
 import redis
 from channels.layers import get_channel_layer
 from channels_redis.pubsub import RedisPubSubChannelLayer
+from django.conf import settings
 
 from runner import outages
-from runner.publisher import RedisGroupPublisher, RedisOutbox, outbox, publisher
+from runner.publisher import RedisGroupPublisher, RedisOutbox, outbox, publisher, redis_client
 
 redis_layer = pytest.mark.skipif(
     not isinstance(get_channel_layer(), RedisPubSubChannelLayer),
@@ -101,3 +102,58 @@ def test_writes_that_find_the_outbox_full_are_dropped_and_redis_skipped(caplog: 
     finally:
         stalled.release.set()
         outages.channel_layer.reset()
+
+
+class RecordingRedis(StalledRedis):
+    """A Redis client whose pipelines record their commands in a shared list; its first
+    pipeline hangs until released, so that what is queued meanwhile goes in one batch."""
+
+    def __init__(self, written: list[tuple[Any, ...]]) -> None:
+        super().__init__()
+        self.written = written
+
+    def pipeline(self, transaction: bool) -> Any:
+        if not self.entered.is_set():
+            self.entered.set()
+            self.release.wait(5)
+        client = self
+
+        class Pipeline:
+            def __enter__(self) -> Pipeline:
+                return self
+
+            def __exit__(self, *exc: object) -> None:
+                pass
+
+            def execute_command(self, *command: Any) -> None:
+                client.written.append(command)
+
+            def execute(self, raise_on_error: bool) -> None:
+                pass
+
+        return Pipeline()
+
+
+def test_writes_to_two_clients_leave_in_the_order_they_were_queued() -> None:
+    written: list[tuple[Any, ...]] = []
+    pushes, texts, outbox = RecordingRedis(written), RecordingRedis(written), RedisOutbox()
+    texts.entered.set()  # only the first client's first pipeline hangs
+    outages.channel_layer.reset()
+    outbox.send(pushes, ("PUBLISH", "before"))
+    assert pushes.entered.wait(5)  # the outbox's thread waits on it: the next four queue up
+    outbox.send(texts, ("HSET", "text", "1"), ("EXPIRE", "text", 60))
+    outbox.send(pushes, ("PUBLISH", "token 1"))
+    outbox.send(texts, ("HSET", "text", "2"))
+    outbox.send(pushes, ("PUBLISH", "token 2"))
+    pushes.release.set()
+    assert outbox.drain()
+    assert [c[1] for c in written] == ["before", "text", "text", "token 1", "text", "token 2"]
+
+
+def test_the_pushes_and_the_streamed_text_share_one_client_per_redis() -> None:
+    url = "redis://127.0.0.1:6379/3"
+    # As the channel layer's hosts name it (config/settings.py), and as runner.streams does.
+    timeout = settings.BROKER_TIMEOUT_SECONDS
+    layers = {"address": url, "socket_timeout": timeout, "socket_connect_timeout": timeout}
+    assert redis_client({"address": url}) is redis_client(layers)
+    assert redis_client({"address": url}) is not redis_client({"address": url + "5"})
