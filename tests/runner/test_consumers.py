@@ -18,8 +18,8 @@ from config.asgi import application
 from runner import consumers, events
 from runner.consumers import RunEventsConsumer
 from runner.models import HumanTask, Run, StepRun
-from runner.status import Outcome, RunStatus, StepStatus
 from runner.publisher import outbox
+from runner.status import Outcome, RunStatus, StepStatus
 from runner.steps.session import TokenStreamer
 from tests.factories import GroupFactory, UserFactory
 from tests.live_server import free_port
