@@ -18,6 +18,7 @@ from rest_framework.test import APIClient
 from config.celery import app as celery_app
 from runner import advance, dispatch, maintenance, outages, services, store
 from runner.models import Run
+from runner.publisher import outbox
 from runner.status import RunStatus
 from runner.tasks import RETRY_MAX_S, advance_run, retry_delay
 from tests.live_server import free_port
@@ -34,6 +35,7 @@ def closed_breakers() -> Iterator[None]:
     outages.broker.reset()
     outages.channel_layer.reset()
     yield
+    outbox.drain()  # a push that fails trips the breaker from the outbox's thread: first
     outages.broker.reset()
     outages.channel_layer.reset()
 

@@ -89,18 +89,19 @@ class StalledRedis:
 
 
 def test_writes_that_find_the_outbox_full_are_dropped_and_redis_skipped(caplog: Any) -> None:
-    stalled, outbox = StalledRedis(), RedisOutbox(max_waiting=2)
+    stalled, crowded = StalledRedis(), RedisOutbox(max_waiting=2)
     outages.channel_layer.reset()
     try:
-        outbox.send(stalled, ("PUBLISH", "asgi__group__run-1", b"first"))
+        crowded.send(stalled, ("PUBLISH", "asgi__group__run-1", b"first"))
         assert stalled.entered.wait(5)  # its thread now waits on Redis
         with caplog.at_level(logging.WARNING, logger="runner.outages"):
             for i in range(3):
-                outbox.send(stalled, ("PUBLISH", "asgi__group__run-1", b"%d" % i))
+                crowded.send(stalled, ("PUBLISH", "asgi__group__run-1", b"%d" % i))
         assert "2 writes wait for it" in caplog.text
         assert outages.channel_layer.is_open()  # the next pushes are skipped, not queued
     finally:
         stalled.release.set()
+        crowded.drain()  # its failed write trips the breaker: before the reset, not after
         outages.channel_layer.reset()
 
 
@@ -136,17 +137,17 @@ class RecordingRedis(StalledRedis):
 
 def test_writes_to_two_clients_leave_in_the_order_they_were_queued() -> None:
     written: list[tuple[Any, ...]] = []
-    pushes, texts, outbox = RecordingRedis(written), RecordingRedis(written), RedisOutbox()
+    pushes, texts, ordered = RecordingRedis(written), RecordingRedis(written), RedisOutbox()
     texts.entered.set()  # only the first client's first pipeline hangs
     outages.channel_layer.reset()
-    outbox.send(pushes, ("PUBLISH", "before"))
+    ordered.send(pushes, ("PUBLISH", "before"))
     assert pushes.entered.wait(5)  # the outbox's thread waits on it: the next four queue up
-    outbox.send(texts, ("HSET", "text", "1"), ("EXPIRE", "text", 60))
-    outbox.send(pushes, ("PUBLISH", "token 1"))
-    outbox.send(texts, ("HSET", "text", "2"))
-    outbox.send(pushes, ("PUBLISH", "token 2"))
+    ordered.send(texts, ("HSET", "text", "1"), ("EXPIRE", "text", 60))
+    ordered.send(pushes, ("PUBLISH", "token 1"))
+    ordered.send(texts, ("HSET", "text", "2"))
+    ordered.send(pushes, ("PUBLISH", "token 2"))
     pushes.release.set()
-    assert outbox.drain()
+    assert ordered.drain()
     assert [c[1] for c in written] == ["before", "text", "text", "token 1", "text", "token 2"]
 
 
