@@ -13,10 +13,11 @@ import time
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import DataError, IntegrityError, transaction
 from django.utils import timezone
 
 from workflows import engine
+from workflows.validators import storable
 
 from . import actors, capacity, dispatch, events, model_calls, notifications, store, tracing
 from .claims import SCRIPTED_TIMEOUT, Claim, StepCommit, StepOutcome
@@ -24,7 +25,7 @@ from .lease import StepAbandoned, keeper
 from .models import BranchEvaluation, HumanTask, ModelCall, StepRun
 from .outages import DATABASE_ERRORS
 from .status import TERMINAL, Outcome, RunStatus, StepStatus, TaskStatus, check_transition
-from .steps import execute
+from .steps import execute, refused
 
 log = logging.getLogger(__name__)
 
@@ -108,39 +109,106 @@ def commit(
 
     If the run has a next step to execute now, it is claimed in the same transaction and
     returned with `go_on`; without, the run is handed back to the queue. A worker whose lease
-    was taken over (it was presumed dead) commits nothing.
+    was taken over (it was presumed dead) commits nothing. A result the database refuses
+    fails the step with the reason (`_refused`), never leaving the run to be taken again.
     """
     try:
-        if outcome.status == StepStatus.WAITING_HUMAN:
-            # The task is inserted first: its events and the run's next name its id.
-            with transaction.atomic():
-                step = _task_opened(claim, outcome, go_on)
-                following = store.commit(step)
-        else:
-            assert decision is not None
-            step = _step_decided(claim, outcome, decision, go_on)
-            following = store.commit(step)
+        step, following = _write(claim, outcome, decision, go_on)
     except store.Fenced:
         log.info(
             "run %s: step %s result discarded (lease lost or run stopped)", claim.run_id, claim.seq
         )
         return None
-    except IntegrityError:
-        # The unique (run, seq, attempt) refused a second copy of a committed step.
-        log.warning("run %s: step %s was already committed", claim.run_id, claim.seq)
-        return None
+    except REFUSED as exc:
+        if isinstance(exc, IntegrityError) and outcome.task is None and store.committed(claim):
+            # The unique (run, seq, attempt) refused a second copy of a committed step.
+            log.warning("run %s: step %s was already committed", claim.run_id, claim.seq)
+            return None
+        return _refused(claim, outcome, exc, go_on)
+    _committed(claim, step)
+    return following
+
+
+# What a database refuses to store, beside a second copy of a committed step: text with a NUL
+# or a lone surrogate (DataError, or the driver's UnicodeEncodeError), JSON holding NaN, a value
+# past its column's size or checks (IntegrityError); and what JSON cannot write (ValueError,
+# TypeError).
+REFUSED = (IntegrityError, DataError, ValueError, TypeError)
+
+
+def _write(
+    claim: Claim, outcome: StepOutcome, decision: engine.Decision | None, go_on: bool
+) -> tuple[StepCommit, Claim | None]:
+    """Write the step's commit; return it and the next step it claimed, if any."""
+    if outcome.status == StepStatus.WAITING_HUMAN:
+        # The task is inserted first: its events and the run's next name its id.
+        with transaction.atomic():
+            step = _task_opened(claim, outcome, go_on)
+            return step, store.commit(step)
+    assert decision is not None
+    step = _step_decided(claim, outcome, decision, go_on)
+    return step, store.commit(step)
+
+
+def _committed(claim: Claim, step: StepCommit) -> None:
+    """What follows a commit: the run handed back to the queue, the end of its trace."""
     if step.hands_back:
         dispatch.send_on_commit(claim.run_id)  # after the commit: the next claim must find it
     if step.status in TERMINAL:
-        tracing.run_finished(
-            run_id=claim.run_id,
-            created_at=claim.created_at,
-            workflow=str(claim.document.get("slug", "")),
-            status=step.status,
-            outcome=step.outcome,
-            error=step.error,
+        _trace_finished(claim, step.status, step.outcome, step.error)
+
+
+def _trace_finished(claim: Claim, status: str, outcome: str, error: str) -> None:
+    tracing.run_finished(
+        run_id=claim.run_id,
+        created_at=claim.created_at,
+        workflow=str(claim.document.get("slug", "")),
+        status=status,
+        outcome=outcome,
+        error=error,
+    )
+
+
+def _refused(claim: Claim, outcome: StepOutcome, exc: Exception, go_on: bool) -> Claim | None:
+    """Commit the step as failed, saying why the database refused its result.
+
+    The failure is decided again on the state the run had before the step (the refused commit
+    changed nothing), so that the step's error branches can take the run on. If even that is
+    refused (or the step is a human one, whose StepRun exists), the run fails without it.
+    """
+    reason = storable(f"the database refused the step's result: {_refusal(exc)}")
+    log.warning(
+        "run %s: step %s: %s", claim.run_id, claim.seq, reason, exc_info=isinstance(exc, TypeError)
+    )
+    try:
+        if outcome.task is None:
+            claim.state = store.stored_state(claim.run_id)
+            failed, decision = refused(claim, outcome, reason)
+            step, following = _write(claim, failed, decision, go_on)
+            _committed(claim, step)
+            return following
+    except store.Fenced:
+        return None
+    except REFUSED as again:
+        log.error(
+            "run %s: step %s: its failure was refused too: %s", claim.run_id, claim.seq, again
         )
-    return following
+    try:
+        store.fail_claimed(claim, reason)
+    except store.Fenced:
+        return None
+    _trace_finished(claim, RunStatus.FAILED, Outcome.FAILED, reason)
+    return None
+
+
+def _refusal(exc: Exception) -> str:
+    """The database's (or the driver's) words for a refused write, without the values."""
+    diag = getattr(exc.__cause__, "diag", None)
+    if diag is not None and diag.message_primary:
+        detail = diag.message_detail
+        return str(diag.message_primary) + (f" ({detail})" if detail else "")
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
 def _step_decided(

@@ -420,6 +420,39 @@ def commit(step: StepCommit) -> Claim | None:
     return following
 
 
+def committed(claim: Claim) -> bool:
+    """Tell whether the claimed step's attempt has a StepRun already (a second commit of it is
+    a duplicate the unique (run, seq, attempt) refused)."""
+    return StepRun.objects.filter(
+        run_id=claim.run_id, seq=claim.seq, attempt=claim.attempt
+    ).exists()
+
+
+def stored_state(run_id: int) -> engine.RunState:
+    """The run's state as committed: before the claimed step, whose commit was refused."""
+    state: dict[str, Any] = Run.objects.values_list("state", flat=True).get(pk=run_id)
+    return engine.RunState.from_dict(state)
+
+
+def fail_claimed(claim: Claim, error: str) -> None:
+    """Fail the claimed run with `error` and no StepRun, if the worker still holds the lease
+    (else raise Fenced, having written nothing): the last resort for a step whose failure
+    could not be stored either."""
+    check_transition(RunStatus.RUNNING, RunStatus.FAILED)
+    changes = {
+        "status": RunStatus.FAILED,
+        "outcome": Outcome.FAILED,
+        "error": error,
+        "next": {},
+        "finished_at": timezone.now(),
+        "lease_token": "",
+        "lease_expires_at": None,
+        "claims": 0,
+    }
+    finished = events.run_finished(status=RunStatus.FAILED, outcome=Outcome.FAILED, error=error)
+    _write(_fence_of_claim(claim), changes, [finished])
+
+
 def insert_task(claim: Claim, step_run: StepRun, task: HumanTask) -> None:
     """Insert a human step's StepRun and its new task, if the worker still holds the lease
     (else raise Fenced, having written nothing).

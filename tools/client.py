@@ -33,6 +33,7 @@ from pydantic import ValidationError
 
 from workflows.actor_urls import Allowlist, URLRefused, check_base_url, settings_allowlist
 from workflows.connections import release
+from workflows.engine import strict_json
 
 from .models import ToolServer
 from .transport import PinnedTransport, ResponseTooLarge, too_large_message
@@ -436,6 +437,6 @@ def _json_or_none(text: str) -> Any | None:
     if not stripped or stripped[0] not in '{["-0123456789tfn':
         return None
     try:
-        return json.loads(stripped)
-    except ValueError:
+        return strict_json(stripped)  # a NaN is not JSON: the result is its text
+    except (ValueError, RecursionError):
         return None

@@ -13,7 +13,7 @@ from typing import Any
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
 
-from workflows.validators import strict_json
+from workflows.engine import strict_json
 
 from .client import ToolError, ToolSpec
 from .models import ToolServer

@@ -3,7 +3,6 @@ and the text and numbers that requests carry."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -40,23 +39,6 @@ def whole_number(text: str) -> int | None:
 # every database at the door: in API bodies (apis/parsers.py), query strings and form posts
 # (config/middleware.py), the editor's JSON fields and recipe documents.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def strict_json(text: str) -> Any:
-    """Read JSON as JSON has it; raise ValueError for NaN, Infinity and numbers past a
-    float's range (Python's json reads them, and no JSON column can store them)."""
-    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"number {text} is out of range")
-    return value
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
 
 
 def storable(value: Any) -> Any:

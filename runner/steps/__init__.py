@@ -17,6 +17,7 @@ from collections.abc import Callable
 from django.utils import timezone
 
 from workflows import engine
+from workflows.validators import storable
 
 from .. import model_calls
 from ..capacity import ActorFull
@@ -72,6 +73,7 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
         # rather than leave the lease to expire and run the (paid) step again and again.
         log.exception("run %s: step %s failed unexpectedly", claim.run_id, step.key)
         outcome = StepOutcome(status=StepStatus.FAILED, error=f"unexpected error: {exc!r}")
+    _make_storable(outcome)
     outcome.started_at = started
     session.executed = True  # from here on a full actor is waited for (Session._slot)
     # The session's own list: the calls of the evaluators `decide` asks are added to it.
@@ -129,6 +131,18 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
     return outcome, decision
 
 
+def _make_storable(outcome: StepOutcome) -> None:
+    """Keep what a model or tool wrote the way every database can hold it: a NUL or a lone
+    surrogate in its text as U+FFFD, a NaN or Infinity in its details as null (PostgreSQL
+    refuses them, and the step's result would be lost)."""
+    outcome.response = storable(outcome.response)
+    outcome.prompt = storable(outcome.prompt)
+    outcome.error = storable(outcome.error)
+    outcome.material = storable(outcome.material)
+    if outcome.details:
+        outcome.details = storable(outcome.details)
+
+
 def _validation(step: engine.StepSpec, outcome: StepOutcome) -> engine.ValidationSummary | None:
     """Return how the step's validation loop ended, for its conditions (None: none ran)."""
     loop = outcome.details.get("validation")
@@ -143,3 +157,30 @@ def _add_up(outcome: StepOutcome) -> None:
     """Set the step's tokens to the sums over its model calls, its evaluators' included."""
     totals = model_calls.totals(outcome.model_calls)
     outcome.tokens_in, outcome.tokens_out = totals.tokens_in, totals.tokens_out
+
+
+def refused(claim: Claim, outcome: StepOutcome, reason: str) -> tuple[StepOutcome, engine.Decision]:
+    """The step failed: the database refused its result (`reason`). Decided as a failed step
+    on the claim's state, with no judge asked, so that its error branches can take the run on;
+    its calls to models are kept (they were made, and paid for)."""
+    failed = StepOutcome(
+        status=StepStatus.FAILED,
+        prompt=outcome.prompt,
+        error=reason,
+        actor_alias=outcome.actor_alias,
+        actor_name=outcome.actor_name,
+        variant=outcome.variant,
+        choice=outcome.choice,
+        latency_ms=outcome.latency_ms,
+        started_at=outcome.started_at,
+        model_calls=outcome.model_calls,
+    )
+    _add_up(failed)
+    result = engine.StepResult(
+        step_key=claim.step.key,
+        response="",
+        error=reason,
+        actor=failed.actor_alias or None,
+        variant=outcome.variant,
+    )
+    return failed, engine.decide(claim.graph, claim.state, result)

@@ -27,7 +27,7 @@ from typing import Any
 
 from tools.client import ToolError
 from workflows import engine
-from workflows.validators import strict_json
+from workflows.engine import strict_json
 
 from .. import actors
 from ..providers import ChatResult, ProviderTimeoutError, ToolCallRequest

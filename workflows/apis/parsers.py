@@ -13,7 +13,8 @@ from django.conf import settings
 from rest_framework import parsers, status
 from rest_framework.exceptions import APIException, ParseError
 
-from ..validators import fields_errors, json_value_errors, strict_json
+from ..engine import strict_json
+from ..validators import fields_errors, json_value_errors
 from .errors import InputRefused
 
 

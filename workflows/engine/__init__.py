@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from workflows.engine.actions import DecisionKind
 from workflows.engine.actor_choice import Learning, first_choice, learns
+from workflows.engine.answers import strict_json
 from workflows.engine.budget import Budget, Spend, as_cost, format_cost
 from workflows.engine.budget import check as check_budget
 from workflows.engine.catalog import catalog
@@ -169,6 +170,7 @@ __all__ = [
     "run_validation_loop",
     "seeded",
     "step_kind",
+    "strict_json",
     "suffix_variant",
     "template_names",
     "tool_function_name",

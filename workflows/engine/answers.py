@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import re
+from typing import Any
 
 # Tags, not blocks: `<think>.*?</think>` searched an answer of many unclosed `<think>` once
 # per tag to its end (200,000 characters took 22 s); pairing the tags is linear.
@@ -30,6 +32,26 @@ def strip_thinking(answer: str) -> str:
     return "".join(kept)
 
 
+def strict_json(text: str) -> Any:
+    """Read JSON as JSON has it; raise ValueError for NaN, Infinity and numbers past a
+    float's range (Python's json reads them, and no JSON column can store them)."""
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text} is out of range")
+    return value
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+# Models write `NaN` where JSON has no number: such an object is not JSON, it is text.
+_STRICT_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite)
+
 # Where json_objects looks: each failed attempt costs up to the text's length (the decoder
 # counts lines for its error, or recurses into deep nesting), so a long answer full of `{`
 # took seconds (200,000 characters: 7 s). A verdict's JSON comes early; 20,000: under 0.2 s.
@@ -39,9 +61,10 @@ MAX_JSON_SCAN_CHARS = 20_000
 def json_objects(text: str) -> list[dict[str, object]]:
     """Return every JSON object embedded in `text`, as models wrap JSON in prose and fences.
 
-    Only objects within the first `MAX_JSON_SCAN_CHARS` characters are found.
+    Only objects within the first `MAX_JSON_SCAN_CHARS` characters are found; one holding
+    `NaN` or `Infinity` is not JSON and is skipped.
     """
-    decoder = json.JSONDecoder()
+    decoder = _STRICT_DECODER
     text = text[:MAX_JSON_SCAN_CHARS]
     found: list[dict[str, object]] = []
     position = text.find("{")
@@ -72,12 +95,13 @@ def unfence(text: str) -> tuple[str, bool]:
 
 
 def json_object(text: str) -> dict[str, object] | None:
-    """Return `text` parsed as a JSON object (bare or in one fenced block), or None."""
+    """Return `text` parsed as a JSON object (bare or in one fenced block), or None (also
+    for an object holding `NaN` or `Infinity`, which no JSON column can store)."""
     body = unfence(text.strip())[0].strip()
     if not body.startswith("{"):
         return None
     try:
-        value = json.loads(body)
+        value = strict_json(body)
     except (ValueError, RecursionError):  # too deeply nested to be an answer's JSON
         return None
     return value if isinstance(value, dict) else None

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from workflows.engine.answers import strict_json
 from workflows.engine.checks import is_int
 
 # A server's slug (as `tools.models.ToolServer.name` accepts it), a dot, an MCP tool name.
@@ -113,13 +114,14 @@ def scripted_failure(answer: str) -> str | None:
 
 
 def json_data(text: str) -> Any | None:
-    """Return the JSON value a tool's text holds, or None when it is not JSON."""
+    """Return the JSON value a tool's text holds, or None when it is not JSON (`NaN` and
+    `Infinity` included: JSON has no such numbers)."""
     stripped = text.strip()
     if not stripped or stripped[0] not in "{[":
         return None
     try:
-        return json.loads(stripped)
-    except ValueError:
+        return strict_json(stripped)
+    except (ValueError, RecursionError):
         return None
 
 
