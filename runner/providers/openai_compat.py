@@ -306,7 +306,7 @@ class OpenAICompatibleProvider:
         total = 0
         tokens_in = tokens_out = None
         model: str | None = None
-        saw_choices = False
+        saw_choices = finished = False
         try:
             for chunk in _chunks(stream, deadline, self.connect_timeout):
                 chunk_model = _field(chunk, "model")
@@ -319,6 +319,7 @@ class OpenAICompatibleProvider:
                 if not isinstance(choices, list):
                     continue
                 saw_choices = True
+                finished = finished or _finished(choices)
                 delta = _chunk_delta(choices)
                 if not delta:
                     continue
@@ -336,6 +337,11 @@ class OpenAICompatibleProvider:
             stream.close()
         if not saw_choices:
             raise _Failure("answered with a stream that carried no choices", retryable=False)
+        if not finished:
+            # The connection closed cleanly mid-answer: what came is not the whole answer.
+            raise _Failure(
+                "stopped mid-answer: its stream ended without a finish_reason", retryable=True
+            )
         return "".join(parts), tokens_in, tokens_out, model
 
     # -- errors ------------------------------------------------------------------------
@@ -464,6 +470,9 @@ def _completion_text(data: object) -> tuple[str, str | None, tuple[ToolCallReque
         raise _Failure("answered without a text message in choices[0]", retryable=False)
     model = data.get("model")
     calls = _tool_calls(message.get("tool_calls"))
+    refusal = message.get("refusal")
+    if not content and not calls and isinstance(refusal, str) and refusal:
+        raise _Failure("refused to answer", retryable=False, detail=_excerpt(refusal))
     return content or "", model if isinstance(model, str) else None, calls
 
 
@@ -499,6 +508,14 @@ def _tool_calls(value: object) -> tuple[ToolCallRequest, ...]:
     return tuple(calls)
 
 
+def _finished(choices: list[Any]) -> bool:
+    """Tell whether a chunk ends the answer (its first choice has a finish_reason)."""
+    return any(
+        _field(choice, "index") in (None, 0) and _field(choice, "finish_reason")
+        for choice in choices
+    )
+
+
 def _chunk_delta(choices: list[Any]) -> str:
     text = ""
     for choice in choices:
@@ -519,8 +536,12 @@ def _usage(obj: object) -> tuple[int | None, int | None]:
     return _count(_field(usage, "prompt_tokens")), _count(_field(usage, "completion_tokens"))
 
 
+# The most tokens a call's counts may say (its columns' range): more is a server's mistake.
+MAX_TOKEN_COUNT = 2**31 - 1
+
+
 def _count(value: object) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT:
         return value
     return None
 

@@ -163,6 +163,7 @@ def _validate(
                 "rule_score": a.rule_score,
                 "confidence": a.confidence,
                 "feedback": a.feedback,
+                **({"judge_problem": a.judge_problem} if a.judge_problem else {}),
             }
             for a in validated.attempts
         ],

@@ -211,6 +211,11 @@ class Session:
                     tools=tools,
                 )
                 span.result(result)
+                if not result.text.strip() and not result.tool_calls:
+                    # Nothing to branch on, judge or store: a failed call, which may be retried.
+                    raise ProviderError(
+                        f"actor '{actor.name}' answered with no text", retryable=True
+                    )
         except Exception as exc:
             self.failed_transiently = isinstance(exc, ProviderError) and exc.retryable
             latency_ms = int((time.monotonic() - began) * 1000)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -35,15 +36,42 @@ RESPOND = Route("respond", always_active=True)
         ("**No.** Unrelated.", (False, "Unrelated.")),
         ("true", (True, "")),
         ("<think>yes or no?</think>NO", (False, "")),
+        ('{"selected": "yes", "reason": "rain"}', (True, "rain")),
+        ('{"selected": "False"}', (False, "")),
+        ('{"selected": true, "reason": "rain"}\nI hope this helps!', (True, "rain")),
     ],
 )
 def test_it_reads_a_structured_yes_or_no(answer: str, parsed: tuple[bool, str]) -> None:
     assert parse_classifier_answer(answer) == parsed
 
 
-@pytest.mark.parametrize("answer", ["Maybe?", '{"selected": "yes"}', "", "I think so"])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Maybe?",
+        '{"selected": "perhaps"}',
+        '{"selected": NaN}',
+        "I think so",
+        "Weather: when the user asks about the weather.",  # the route's description
+        "weather, billing",  # route names, not a yes or no
+    ],
+)
 def test_it_refuses_an_answer_without_a_yes_or_no(answer: str) -> None:
     with pytest.raises(AnswerUnreadable, match='neither JSON with a boolean "selected" nor YES/NO'):
+        parse_classifier_answer(answer)
+
+
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [
+        ("", "the answer was empty"),
+        ("  <think>hmm</think> ", "the answer was empty"),
+        ("Yes. No.", "the answer said both yes and no: 'Yes. No.'"),
+        ("I'm sorry, I can't help with that.", "the classifier refused to answer"),
+    ],
+)
+def test_it_says_why_an_answer_is_unreadable(answer: str, problem: str) -> None:
+    with pytest.raises(AnswerUnreadable, match=re.escape(problem)):
         parse_classifier_answer(answer)
 
 

@@ -44,8 +44,8 @@ def test_it_scores_a_response_by_its_rules(text: str, score: float) -> None:
         (GOOD, JudgeScores(24, 23, 24, 22, "Fine.")),
         (f"Here is my review:\n```json\n{POOR}\n```", JudgeScores(10, 8, 12, 5, "Add a plot.")),
         (
-            '{"Relevance": "20", "Helpfulness": 20, "Accuracy": 30, "Completeness": -2}',
-            JudgeScores(20, 20, 25, 0, ""),
+            '{"Relevance": "20", "Helpfulness": 20.5, "Accuracy": 25, "Completeness": 0}',
+            JudgeScores(20, 20.5, 25, 0, ""),
         ),
         (
             "Relevance: 20/25\nHelpfulness (0-25): 18\n**Accuracy**: 25\nCompleteness - 10\nFeedback: Say more.",
@@ -56,6 +56,40 @@ def test_it_scores_a_response_by_its_rules(text: str, score: float) -> None:
 )
 def test_it_reads_the_judges_four_scores_and_feedback(answer: str, scores: JudgeScores) -> None:
     assert parse_judge_answer(answer) == scores
+
+
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [
+        ('{"relevance": 20, "helpfulness": 20, "accuracy": 30, "completeness": 20}', "accuracy 30"),
+        (
+            '{"relevance": 20, "helpfulness": 20, "accuracy": 20, "completeness": -2}',
+            "completeness -2",
+        ),
+        (
+            '{"relevance": "NaN", "helpfulness": 20, "accuracy": 20, "completeness": 20}',
+            "relevance nan",
+        ),
+        ("Relevance: 20\nHelpfulness: 90\nAccuracy: 20\nCompleteness: 20", "helpfulness 90"),
+    ],
+)
+def test_it_refuses_a_score_off_the_scale_rather_than_guess_what_was_meant(
+    answer: str, problem: str
+) -> None:
+    with pytest.raises(AnswerUnreadable, match=f"judge gave {problem}, outside 0-25"):
+        parse_judge_answer(answer)
+
+
+def test_an_unreadable_verdict_is_kept_with_its_attempt() -> None:
+    outcome = run_validation_loop(
+        lambda feedback: "A dragon lived under the old bridge.",
+        lambda prompt: '{"relevance": 99, "helpfulness": 20, "accuracy": 20, "completeness": 20}',
+        question="Write about a dragon.",
+        max_attempts=1,
+        fallback="None.",
+    )
+    assert outcome.attempts[0].judge_problem == "judge gave relevance 99, outside 0-25"
+    assert outcome.attempts[0].confidence == pytest.approx(0.3)
 
 
 def test_it_refuses_a_judge_answer_without_the_four_scores() -> None:

@@ -37,6 +37,11 @@ def build_server() -> MCPServer:
         return text.upper()
 
     @server.tool()
+    def verbatim(text: str) -> str:
+        """Answer the text as given: a server's own JSON, `NaN` and all."""
+        return text
+
+    @server.tool()
     def fail(reason: str = "it broke") -> str:
         """Always fail."""
         raise ToolError(reason)

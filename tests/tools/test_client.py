@@ -24,7 +24,7 @@ def test_it_discovers_the_tools_of_an_http_server_and_stores_them(
 ) -> None:
     specs = client.discover(http_server)
 
-    assert {spec.name for spec in specs} == {"echo", "shout", "fail", "slow", "big"}
+    assert {spec.name for spec in specs} == {"echo", "shout", "verbatim", "fail", "slow", "big"}
     echo = next(spec for spec in specs if spec.name == "echo")
     assert echo.description == "Repeat a text."
     assert echo.input_schema["required"] == ["text"]

@@ -80,6 +80,20 @@ def json_objects(text: str) -> list[dict[str, object]]:
     return found
 
 
+_APOSTROPHE = "['\u2019]"  # models write both the straight and the curly apostrophe
+_REFUSAL = re.compile(
+    rf"\b(?:i{_APOSTROPHE}?m sorry|i am sorry|i apologi[sz]e|my apologies|"
+    rf"i can(?:not|{_APOSTROPHE}t)|i{_APOSTROPHE}?m (?:unable|not able)|"
+    rf"i am (?:unable|not able)|i won{_APOSTROPHE}?t be able|as an ai\b)",
+    re.IGNORECASE,
+)
+
+
+def is_refusal(text: str) -> bool:
+    """Tell whether `text` refuses or apologises ("I'm sorry", "I cannot", "As an AI")."""
+    return _REFUSAL.search(text) is not None
+
+
 def shorten(text: str, limit: int = 40) -> str:
     """Return `text` cut to `limit` characters, marked with an ellipsis when cut."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -94,14 +108,24 @@ def unfence(text: str) -> tuple[str, bool]:
     return (found.group(1), True) if found else (text, False)
 
 
+# An answer that opens with a fenced block: its body, whatever follows the block.
+_LEADING_FENCE = re.compile(r"\A```[A-Za-z0-9_+-]*[ \t]*\n(.*?)\n?```", re.DOTALL)
+
+
 def json_object(text: str) -> dict[str, object] | None:
-    """Return `text` parsed as a JSON object (bare or in one fenced block), or None (also
-    for an object holding `NaN` or `Infinity`, which no JSON column can store)."""
-    body = unfence(text.strip())[0].strip()
+    """Return the JSON object `text` opens with (bare or in a fenced block), or None.
+
+    What follows the object is commentary and is ignored ("{...} Hope this helps!"); an
+    object holding `NaN` or `Infinity` is not JSON (no JSON column can store it): None.
+    """
+    body = text.strip()
+    fenced = _LEADING_FENCE.match(body)
+    if fenced:
+        body = fenced.group(1).strip()
     if not body.startswith("{"):
         return None
     try:
-        value = strict_json(body)
+        value, _ = _STRICT_DECODER.raw_decode(body)
     except (ValueError, RecursionError):  # too deeply nested to be an answer's JSON
         return None
     return value if isinstance(value, dict) else None

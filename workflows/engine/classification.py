@@ -14,12 +14,14 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from workflows.engine.answers import json_objects, shorten, strip_thinking
+from workflows.engine.answers import is_refusal, json_objects, shorten, strip_thinking
 from workflows.engine.errors import AnswerUnreadable
 
 _LEADING_WORD = re.compile(
     r"^[\s*_`#>\"'-]*(yes|no|true|false)\b[\s*_`\"'.:,;!-]*(.*)", re.I | re.S
 )
+# What follows a leading YES when it takes it back: "Yes. No.", "yes and no", "Yes, or no".
+_THEN_OPPOSITE = re.compile(r"^\W*(?:(?:and|or|but|then)\b\W*)?(yes|no|true|false)\b", re.I)
 _ANSWER_SHOWN = 60
 
 
@@ -106,23 +108,46 @@ def classifier_prompt(text: str, route: Route, feedback: str | None = None) -> s
 def parse_classifier_answer(answer: str) -> tuple[bool, str]:
     """Return (selected, reason) from a classifier's answer.
 
-    Read a JSON object with a boolean `selected` (or `is_match`), else a leading YES/NO.
-    Raise AnswerUnreadable saying what was wrong otherwise.
+    Read a JSON object with a boolean `selected` (or `is_match`; `"true"` and `"yes"` as text
+    too), else a leading YES/NO. Raise AnswerUnreadable saying what was wrong otherwise: an
+    empty answer, a refusal, one that says both yes and no, one that says neither.
     """
     text = strip_thinking(answer).strip()
+    if not text:
+        raise AnswerUnreadable("the answer was empty")
     for value in json_objects(text):
         for key in ("selected", "is_match", "match"):
-            if isinstance(value.get(key), bool):
+            chosen = _boolean(value.get(key))
+            if chosen is not None:
                 reason = value.get("reason")
-                return bool(value[key]), reason if isinstance(reason, str) else ""
+                return chosen, reason if isinstance(reason, str) else ""
     found = _LEADING_WORD.match(text)
     if found:
         selected = found.group(1).lower() in ("yes", "true")
-        return selected, found.group(2).strip()
+        rest = found.group(2).strip()
+        second = _THEN_OPPOSITE.match(rest)
+        if second and (second.group(1).lower() in ("yes", "true")) != selected:
+            raise AnswerUnreadable(
+                f"the answer said both yes and no: {shorten(text, _ANSWER_SHOWN)!r}"
+            )
+        return selected, rest
+    if is_refusal(text):
+        raise AnswerUnreadable(
+            f"the classifier refused to answer: {shorten(text, _ANSWER_SHOWN)!r}"
+        )
     raise AnswerUnreadable(
         'the answer was neither JSON with a boolean "selected" nor YES/NO: '
         f"{shorten(text, _ANSWER_SHOWN)!r}"
     )
+
+
+def _boolean(value: object) -> bool | None:
+    """Return a JSON value as a yes or no (`true`, or the text "true" or "yes"), else None."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return {"true": True, "yes": True, "false": False, "no": False}.get(value.strip().lower())
+    return None
 
 
 def classify(

@@ -10,12 +10,13 @@ replaces it.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from workflows.engine.answers import json_objects, shorten, strip_thinking
+from workflows.engine.answers import is_refusal, json_objects, shorten, strip_thinking
 from workflows.engine.errors import AnswerUnreadable, EngineError
 
 RULE_WEIGHT = 0.3
@@ -25,13 +26,6 @@ MIN_WORDS = 3
 DIMENSIONS: tuple[str, ...] = ("relevance", "helpfulness", "accuracy", "completeness")
 DIMENSION_MAX = 25.0
 
-_APOSTROPHE = "['\u2019]"  # models write both the straight and the curly apostrophe
-_REFUSAL = re.compile(
-    rf"\b(?:i{_APOSTROPHE}?m sorry|i am sorry|i apologi[sz]e|my apologies|"
-    rf"i can(?:not|{_APOSTROPHE}t)|i{_APOSTROPHE}?m (?:unable|not able)|"
-    rf"i am (?:unable|not able)|i won{_APOSTROPHE}?t be able|as an ai\b)",
-    re.IGNORECASE,
-)
 _DIMENSION_LINE = re.compile(
     r"\b(relevance|helpfulness|accuracy|completeness)\b\s*(?:\([^)\n]{0,20}\))?\W{0,5}?"
     r"(\d+(?:\.\d+)?)",
@@ -65,6 +59,7 @@ class ValidationAttempt:
     judge_scores: JudgeScores | None
     confidence: float
     feedback: str | None
+    judge_problem: str = ""  # why the judge's verdict could not be read
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +107,7 @@ def rule_score(text: str) -> float:
     passed = (
         (len(stripped) >= MIN_CHARS)
         + (len(stripped.split()) >= MIN_WORDS)
-        + (_REFUSAL.search(stripped) is None)
+        + (not is_refusal(stripped))
     )
     return passed / 3
 
@@ -136,8 +131,12 @@ def judge_prompt(question: str, response: str) -> str:
     )
 
 
-def _clamp(value: float) -> float:
-    return max(0.0, min(DIMENSION_MAX, value))
+def _dimension(name: str, value: float) -> float:
+    """Return a judge's score of one criterion, or raise AnswerUnreadable for one off 0-25
+    (a `NaN` too): the scale was asked for, and a guess at what was meant is no verdict."""
+    if not math.isfinite(value) or not 0 <= value <= DIMENSION_MAX:
+        raise AnswerUnreadable(f"judge gave {name} {value:g}, outside 0-{DIMENSION_MAX:g}")
+    return value
 
 
 def _from_json(answer: str) -> JudgeScores | None:
@@ -153,7 +152,7 @@ def _from_json(answer: str) -> JudgeScores | None:
                     break
             if isinstance(raw, bool) or not isinstance(raw, int | float):
                 break
-            scores.append(_clamp(float(raw)))
+            scores.append(_dimension(name, float(raw)))
         else:
             feedback = lowered.get("feedback")
             relevance, helpfulness, accuracy, completeness = scores
@@ -178,7 +177,8 @@ def parse_judge_answer(answer: str) -> JudgeScores:
         return parsed
     found: dict[str, float] = {}
     for match in _DIMENSION_LINE.finditer(text):
-        found.setdefault(match.group(1).lower(), _clamp(float(match.group(2))))
+        name = match.group(1).lower()
+        found.setdefault(name, _dimension(name, float(match.group(2))))
     missing = [name for name in DIMENSIONS if name not in found]
     if missing:
         raise AnswerUnreadable(
@@ -234,14 +234,15 @@ def run_validation_loop(
     for _ in range(max_attempts):
         response = generate(feedback)
         rule = rule_score(response)
+        problem = ""
         try:
             scores: JudgeScores | None = parse_judge_answer(judge(judge_prompt(question, response)))
-        except AnswerUnreadable:
-            scores = None
+        except AnswerUnreadable as exc:
+            scores, problem = None, str(exc)
         score = confidence(rule, scores) if scores else RULE_WEIGHT * rule
         # An unreadable verdict gives no advice: the next attempt is generated afresh.
         feedback = _feedback(scores) if scores else None
-        attempts.append(ValidationAttempt(response, rule, scores, score, feedback))
+        attempts.append(ValidationAttempt(response, rule, scores, score, feedback, problem))
         if score >= threshold:
             return ValidationOutcome(response, score, attempts, used_fallback=False)
     return ValidationOutcome(fallback, attempts[-1].confidence, attempts, used_fallback=True)

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from workflows.engine.answers import shorten
 from workflows.engine.budget import Spend
 from workflows.engine.content_type import detect_content_type
 from workflows.engine.regex import MAX_TEXT_CHARS, bounded, encode
-from workflows.engine.scoring import parse_score
+from workflows.engine.scoring import read_score, scale_of
 from workflows.engine.self_check import ValidationSummary
 from workflows.engine.sources import Citation
 from workflows.engine.tools import ToolCalls
@@ -20,8 +19,6 @@ Judge = Callable[[str, str, str], str]
 
 # answer_of(step key) -> the latest answer of that step in the run, or None before it answered.
 AnswerOf = Callable[[str], str | None]
-
-_ANSWER_LIMIT = 60
 
 
 @dataclass(slots=True)
@@ -140,7 +137,5 @@ class EvalContext:
             answer = self.judge(evaluator, prompt, self.text)
         except Exception as exc:  # a failing judge is a reason, not a crash of the run
             return None, f"judge '{evaluator}' failed: {type(exc).__name__}: {exc}"
-        score = parse_score(answer)
-        if score is None:
-            return None, f"judge answer had no score: {shorten(answer, _ANSWER_LIMIT)!r}"
-        return score, ""
+        # The scale the instruction asks for: a score off it is no score.
+        return read_score(answer, scale_of(prompt))
