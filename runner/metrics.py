@@ -19,7 +19,7 @@ Families (all prefixed `branchline_`):
 
 Who may read it: a signed-in staff user, or a scraper that sends
 `Authorization: Bearer <METRICS_TOKEN>`. Anyone else gets 401 (403 for a signed-in user who
-is not staff).
+is not staff). docs/prometheus.yml is a Prometheus scrape job for it.
 """
 
 from __future__ import annotations

@@ -48,13 +48,17 @@ def pg_bin(name: str) -> str | None:
     return shutil.which(name)
 
 
-def require_binaries(*, postgres: bool = False, redis: bool = True) -> None:
+def require_binaries(
+    *, postgres: bool = False, redis: bool = True, prometheus: bool = False
+) -> None:
     """Skip unless the service programs are installed; with CI=true, fail instead."""
     missing = []
     if redis and not shutil.which("redis-server"):
         missing.append("redis-server")
     if postgres:
         missing += [name for name in ("initdb", "pg_ctl") if pg_bin(name) is None]
+    if prometheus:  # Debian's package `prometheus` brings both
+        missing += [name for name in ("prometheus", "promtool") if not shutil.which(name)]
     if not missing:
         return
     reason = "throwaway services need these programs: " + ", ".join(missing)
@@ -73,7 +77,8 @@ def wait_until(check: Any, timeout: float, what: str, detail: Any = None) -> Non
         time.sleep(0.05)
 
 
-def _tail(path: Path, lines: int = 40) -> str:
+def file_tail(path: Path, lines: int = 40) -> str:
+    """Return the last `lines` lines of a log file."""
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except FileNotFoundError:
@@ -139,7 +144,7 @@ class RedisServer:
         self.frozen = False
 
     def log_tail(self, lines: int = 20) -> str:
-        return _tail(self.log_path, lines)
+        return file_tail(self.log_path, lines)
 
 
 class PostgresCluster:
@@ -213,7 +218,7 @@ class PostgresCluster:
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def log_tail(self, lines: int = 20) -> str:
-        return _tail(self.log_path, lines)
+        return file_tail(self.log_path, lines)
 
 
 def stack_env(*, database_url: str, redis_url: str, **overrides: Any) -> dict[str, str]:
@@ -301,7 +306,7 @@ class Beat:
         self.process.wait(timeout=10)
 
     def log_tail(self, lines: int = 30) -> str:
-        return _tail(self.log_path, lines)
+        return file_tail(self.log_path, lines)
 
 
 def wait_worker_ready(worker: WorkerProcess, broker_url: str, timeout: float = 90) -> None:

@@ -22,6 +22,8 @@ from runner.models import HumanTask, ModelCall, Run, StepRun
 from runner.status import RunStatus, StepStatus, TaskStatus
 from tests.config.test_security_settings import fresh_process
 from tests.conftest import Actors
+from tests.runner.prometheus import promtool_check_metrics
+from tests.runner.servers import require_binaries
 from workflows.models import Recipe, RecipeVersion
 from workflows.services import recipe_publish
 
@@ -353,6 +355,28 @@ def test_label_values_are_escaped(staff_user: Any, user: Any, version: RecipeVer
 
     tokens = "branchline_model_tokens"
     assert value(families, tokens, f"{tokens}_total", actor=hostile, direction="input") == 1
+
+
+def test_promtool_finds_nothing_to_flag_in_a_scrape(
+    staff_user: Any, user: Any, version: RecipeVersion, actors: Actors
+) -> None:
+    require_binaries(redis=False, prometheus=True)
+    run = make_run(version, user, RunStatus.QUEUED, next={"step": "write"})
+    make_step(run, 1, actor_name="scripted-writer", latency_ms=80)
+    HumanTask.objects.create(
+        run=run,
+        step_run=make_step(run, 2, kind="human", status=StepStatus.WAITING_HUMAN),
+        step_key="review",
+        group=actors.reviewers,
+        question="Good?",
+    )
+    make_call(run, actor_name="scripted-writer", tokens_in=3, cost=Decimal("0.01"), currency="USD")
+    make_call(run, actor_name="scripted-judge", error="timed out after 30 s")
+
+    body = staff_client(staff_user).get("/metrics").content.decode()
+
+    assert all(family.samples for family in text_string_to_metric_families(body)), body
+    assert promtool_check_metrics(body) == (0, ""), body
 
 
 def test_it_speaks_openmetrics_to_a_scraper_that_asks(staff_user: Any) -> None:
