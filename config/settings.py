@@ -7,6 +7,7 @@ Redis for production.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -362,10 +363,36 @@ try:
 except URLRefused as exc:  # checked now, not at an actor's first write or call
     raise ImproperlyConfigured(f"PROVIDER_URL_ALLOWLIST: {exc}") from None
 
-# MCP tool servers. A stdio server runs one of these commands, named by staff, never typed
-# by them; the demo server ships with the code.
+
+def _stdio_commands(raw: str) -> dict[str, list[str]]:
+    """Read MCP_STDIO_COMMANDS: a JSON object {name: [program, argument, ...]}."""
+    try:
+        commands = json.loads(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"MCP_STDIO_COMMANDS is not JSON: {exc}") from None
+    if not isinstance(commands, dict):
+        raise ImproperlyConfigured(
+            'MCP_STDIO_COMMANDS is a JSON object {"name": ["program", "argument", ...]}'
+        )
+    for name, argv in commands.items():
+        if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,99}", name):
+            raise ImproperlyConfigured(
+                f"MCP_STDIO_COMMANDS: {name[:100]!r} is not a name (lowercase letters, digits, - _)"
+            )
+        if not (isinstance(argv, list) and argv and all(isinstance(a, str) and a for a in argv)):
+            raise ImproperlyConfigured(
+                f"MCP_STDIO_COMMANDS.{name}: a list of the program and its arguments (text)"
+            )
+    return commands
+
+
+# MCP tool servers. A stdio server runs one of these commands, named by staff, never typed by
+# them: the demo server, which ships with the code, and those the operator adds in
+# MCP_STDIO_COMMANDS. A server gets only the environment the MCP SDK passes on (HOME, LOGNAME,
+# PATH, SHELL, TERM, USER): none of the app's secrets.
 MCP_STDIO_COMMANDS: dict[str, list[str]] = {
     "demo": [sys.executable, "-m", "tools.demo_server"],
+    **_stdio_commands(env.str("MCP_STDIO_COMMANDS", default="{}")),
 }
 # A tool result's text is cut at this many characters (the call is flagged as truncated).
 TOOL_RESULT_MAX_CHARS = env.int("TOOL_RESULT_MAX_CHARS", default=100_000)
@@ -443,7 +470,12 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}},
+    # The HTTP clients log each request's URL, the MCP SDK each session's id: not for the logs.
+    "loggers": {
+        "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
+        "mcp": {"level": "WARNING"},
+    },
 }
 
 if not DEBUG:

@@ -36,7 +36,10 @@ class LiveServer:
     """daphne serving `config.asgi` on 127.0.0.1, in a process group of its own.
 
     `module` is what `python -m` runs: daphne itself, or a wrapper that takes daphne's options.
+    Another server on a port of its own overrides `name` and `command`.
     """
+
+    name = "daphne"
 
     def __init__(
         self,
@@ -55,13 +58,17 @@ class LiveServer:
         self.verbosity = verbosity
         self.process: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> LiveServer:
+    def command(self) -> list[str]:
+        """Return the server's command line (daphne serving the app on `port`)."""
         endpoint = f"tcp:port={self.port}:interface=127.0.0.1:backlog={LISTEN_BACKLOG}"
-        command = [sys.executable, "-m", *self.module, "-v", str(self.verbosity), "-e", endpoint]
+        options = ["-v", str(self.verbosity), "-e", endpoint]
+        return [sys.executable, "-m", *self.module, *options, "config.asgi:application"]
+
+    def start(self) -> LiveServer:
         with contextlib.ExitStack() as stack:
             out = stack.enter_context(self.log_path.open("ab")) if self.log_path else None
             self.process = subprocess.Popen(
-                [*command, "config.asgi:application"],
+                self.command(),
                 cwd=ROOT,
                 env=self.env,
                 stdout=out or subprocess.DEVNULL,
@@ -79,14 +86,14 @@ class LiveServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not self.alive:
-                raise RuntimeError(f"daphne exited:\n{self.log_tail()}")
+                raise RuntimeError(f"{self.name} exited:\n{self.log_tail()}")
             with (
                 contextlib.suppress(OSError),
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.2),
             ):
                 return self
             time.sleep(0.1)
-        raise RuntimeError(f"daphne did not start within {timeout:.0f} s:\n{self.log_tail()}")
+        raise RuntimeError(f"{self.name} did not start within {timeout:.0f} s:\n{self.log_tail()}")
 
     def stop(self, timeout: float = 10) -> None:
         """Stop the server as an operator would (SIGTERM), then for good if it lingers."""

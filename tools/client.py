@@ -28,7 +28,16 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, EmbeddedResource, TextContent, TextResourceContents
+from mcp_types import (
+    AudioContent,
+    CallToolResult,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+)
 from pydantic import ValidationError
 
 from workflows.actor_urls import Allowlist, URLRefused, check_base_url, settings_allowlist
@@ -159,15 +168,39 @@ def call(
         raise ToolError(f"tool server '{server.name}' is disabled")
     # A recipe may ask for less time than staff gave the server, never for more.
     timeout = float(min(timeout_s, server.timeout_s) if timeout_s is not None else server.timeout_s)
+    progress = _Progress()
     started = time.monotonic()
     result = _run(
-        lambda: _call_tool(server, tool_name, dict(arguments), timeout), timeout, server=server
+        lambda: _call_tool(server, tool_name, dict(arguments), timeout, progress),
+        timeout,
+        server=server,
+        progress=progress,
     )
     latency_ms = int((time.monotonic() - started) * 1000)
     return _tool_result(result, latency_ms=latency_ms)
 
 
-def _run(make: Callable[[], Awaitable[T]], timeout: float, *, server: ToolServer) -> T:
+class _Progress:
+    """The last progress a server reported for a call (MCP `notifications/progress`), said
+    when the call times out: how far the tool got."""
+
+    def __init__(self) -> None:
+        self.reported: str | None = None
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        done = f"{progress:g} of {total:g}" if total is not None else f"{progress:g}"
+        # The server's words, quoted in a step's error: one short line.
+        words = " ".join(message.split())[:200] if message else ""
+        self.reported = f"{done}: {words}" if words else done
+
+
+def _run(
+    make: Callable[[], Awaitable[T]],
+    timeout: float,
+    *,
+    server: ToolServer,
+    progress: _Progress | None = None,
+) -> T:
     """Run an SDK coroutine to completion within `timeout` seconds, errors as ToolError."""
 
     async def bounded() -> T:
@@ -182,7 +215,7 @@ def _run(make: Callable[[], Awaitable[T]], timeout: float, *, server: ToolServer
         except BaseException as exc:  # the SDK's task groups wrap errors in groups
             if isinstance(exc, KeyboardInterrupt | SystemExit):
                 raise
-            raise ToolError(_describe(server, exc, timeout)) from None
+            raise ToolError(_describe(server, exc, timeout, progress)) from None
 
     try:
         asyncio.get_running_loop()
@@ -194,11 +227,13 @@ def _run(make: Callable[[], Awaitable[T]], timeout: float, *, server: ToolServer
         return pool.submit(run).result()
 
 
-def _describe(server: ToolServer, exc: BaseException, timeout: float) -> str:
+def _describe(
+    server: ToolServer, exc: BaseException, timeout: float, progress: _Progress | None = None
+) -> str:
     """Turn what the SDK raised into one clear sentence about the server."""
     cause = _innermost(exc)
     who = f"tool server '{server.name}'"
-    seconds = f"{timeout:g}"
+    seconds = f"{timeout:.3g}"  # a tool loop gives a call what is left: 2.99, not 2.99321
     if isinstance(cause, ToolError):
         return str(cause)
     if isinstance(cause, URLRefused):
@@ -207,6 +242,10 @@ def _describe(server: ToolServer, exc: BaseException, timeout: float) -> str:
     if isinstance(cause, ResponseTooLarge):
         return f"{who}: {cause}"
     if isinstance(cause, TimeoutError | httpx2.TimeoutException):
+        if progress is not None and progress.reported is not None:
+            return (
+                f"{who} timed out after {seconds} s (the tool's last progress: {progress.reported})"
+            )
         return f"{who} timed out after {seconds} s"
     if isinstance(cause, httpx2.ConnectError):
         # Not its URL: run owners read this, and only staff need to know where servers live.
@@ -289,10 +328,17 @@ async def _list_tools(server: ToolServer, timeout: float) -> list[ToolSpec]:
 
 
 async def _call_tool(
-    server: ToolServer, tool_name: str, arguments: dict[str, Any], timeout: float
+    server: ToolServer,
+    tool_name: str,
+    arguments: dict[str, Any],
+    timeout: float,
+    progress: _Progress,
 ) -> CallToolResult:
     async with _Session(server, read_timeout=timeout) as client:
-        return await client.call_tool(tool_name, arguments, read_timeout_seconds=timeout)
+        # A progress callback asks the server to report progress (it sends a progress token).
+        return await client.call_tool(
+            tool_name, arguments, read_timeout_seconds=timeout, progress_callback=progress
+        )
 
 
 class _Session:
@@ -409,17 +455,7 @@ def env_headers(header_envs: Mapping[str, str]) -> dict[str, str]:
 
 def _tool_result(result: CallToolResult, *, latency_ms: int) -> ToolResult:
     """Flatten the SDK's result into text (capped) and data (its JSON, if any)."""
-    parts: list[str] = []
-    for block in result.content:
-        if isinstance(block, TextContent):
-            parts.append(block.text)
-        elif isinstance(block, EmbeddedResource) and isinstance(
-            block.resource, TextResourceContents
-        ):
-            parts.append(block.resource.text)
-        else:
-            parts.append(f"[{block.type} content]")
-    text = "\n".join(parts)
+    text = "\n".join(_block_text(block) for block in result.content)
     if not text and result.structured_content is not None:
         text = json.dumps(result.structured_content, ensure_ascii=False)
     limit = result_max_chars()
@@ -430,6 +466,21 @@ def _tool_result(result: CallToolResult, *, latency_ms: int) -> ToolResult:
         truncated=truncated,
         latency_ms=latency_ms,
     )
+
+
+def _block_text(block: ContentBlock) -> str:
+    """Return a content block as text: its text, or what it is (a model reads the result)."""
+    if isinstance(block, TextContent):
+        return block.text
+    if isinstance(block, EmbeddedResource):
+        if isinstance(block.resource, TextResourceContents):
+            return block.resource.text
+        return f"[resource: {block.resource.uri} ({block.resource.mime_type or 'binary'})]"
+    if isinstance(block, ResourceLink):
+        return f"[resource link: {block.name} <{block.uri}>]"
+    if isinstance(block, ImageContent | AudioContent):
+        return f"[{block.type}: {block.mime_type}]"
+    return f"[{block.type} content]"
 
 
 def _json_or_none(text: str) -> Any | None:

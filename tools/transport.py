@@ -28,11 +28,13 @@ def too_large_message(max_bytes: int) -> str:
     return f"its answer is larger than {max_bytes // (1024 * 1024)} MB"
 
 
-class ResponseTooLarge(httpx2.StreamError):
+class ResponseTooLarge(httpx2.StreamError, httpx2.SSEError):
     """Signal that a response body went past the byte ceiling.
 
-    A StreamError, so the SDK answers the pending request with it instead of leaving the
-    caller to wait for its deadline.
+    The SDK answers the pending request with it instead of leaving the caller to wait for its
+    deadline: a StreamError, for a JSON answer; an SSEError, for an event stream, which the
+    SDK would otherwise resume from the last event id (a server that keeps its events, as
+    server-everything does, would then send the same flood again, twice).
     """
 
 
