@@ -9,8 +9,11 @@ reads, how much it reads.
   the socket, during a stalled read; and at a byte ceiling.
 
 Callers (the chat providers, the knowledge bases' embeddings) take the process's client for
-their guard (`guarded_client`), make their calls inside `call_deadline`, and see the cuts as
-`DeadlinePassed` and `BodyTooLarge`. Here, below both, so neither imports the other.
+their guard (`guarded_client`, or `guarded_httpx2_client` for an SDK built on httpx2, which
+rides on the same transport), make their calls inside `call_deadline`, and see the cuts as
+`DeadlinePassed` and `BodyTooLarge`. A body still open when the block ends is closed then, so
+its connection goes back to the pool even when an SDK drops a response it did not read to
+the end. Here, below both, so neither imports the other.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from functools import cache
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 
 import httpx
+import httpx2
 
 from .actor_urls import Allowlist, connect_addresses
 from .connections import release
@@ -43,28 +47,47 @@ def _tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-_call_deadline: ContextVar[float | None] = ContextVar("guarded_call_deadline", default=None)
+class _Call:
+    """One `call_deadline` block: its deadline, and the bodies its requests opened."""
+
+    __slots__ = ("bodies", "deadline")
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.bodies: list[_GuardedStream] = []
+
+
+_current_call: ContextVar[_Call | None] = ContextVar("guarded_call", default=None)
 
 
 @contextlib.contextmanager
 def call_deadline(at: float) -> Iterator[None]:
     """Bound the guarded calls made in the block to `at` (a `time.monotonic()` value): a body
-    still coming then is cut, as DeadlinePassed."""
-    token = _call_deadline.set(at)
+    still coming then is cut, as DeadlinePassed. Bodies left open when the block ends are
+    closed (read ones already are)."""
+    call = _Call(at)
+    token = _current_call.set(call)
     try:
         yield
     finally:
-        _call_deadline.reset(token)
+        _current_call.reset(token)
+        for body in call.bodies:
+            body.close()
 
 
-_clients: dict[tuple[Allowlist, int, ConnectCheck], httpx.Client] = {}
+_ClientKey = tuple[Allowlist, int, ConnectCheck]
+_transports: dict[_ClientKey, GuardedTransport] = {}
+_clients: dict[_ClientKey, httpx.Client] = {}
+_httpx2_clients: dict[_ClientKey, httpx2.Client] = {}
 _clients_lock = threading.Lock()
 
 
 def _forget_clients_in_child() -> None:
     """A forked child makes its own clients: its parent's sockets and lock are not its own."""
     global _clients_lock
+    _transports.clear()
     _clients.clear()
+    _httpx2_clients.clear()
     _clients_lock = threading.Lock()
 
 
@@ -83,16 +106,42 @@ def guarded_client(
     with _clients_lock:
         client = _clients.get(key)
         if client is None:
-            transport = GuardedTransport(
-                allowlist=allowlist, max_body_bytes=max_body_bytes, connect_check=connect_check
-            )
             client = _clients[key] = httpx.Client(
-                transport=transport,
+                transport=_transport(key),
                 follow_redirects=False,
                 trust_env=False,
                 cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
             )
         return client
+
+
+def guarded_httpx2_client(
+    allowlist: Allowlist, *, max_body_bytes: int, connect_check: ConnectCheck = connect_addresses
+) -> httpx2.Client:
+    """`guarded_client` for SDKs that take an httpx2 client (httpx's fork, under its own
+    name): the same settings, its requests carried by the same transport and pools."""
+    key = (allowlist, max_body_bytes, connect_check)
+    with _clients_lock:
+        client = _httpx2_clients.get(key)
+        if client is None:
+            client = _httpx2_clients[key] = httpx2.Client(
+                transport=_Httpx2Bridge(_transport(key)),
+                follow_redirects=False,
+                trust_env=False,
+                cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
+            )
+        return client
+
+
+def _transport(key: _ClientKey) -> GuardedTransport:
+    """The transport of one guard (called holding `_clients_lock`)."""
+    transport = _transports.get(key)
+    if transport is None:
+        allowlist, max_body_bytes, connect_check = key
+        transport = _transports[key] = GuardedTransport(
+            allowlist=allowlist, max_body_bytes=max_body_bytes, connect_check=connect_check
+        )
+    return transport
 
 
 class BodyTooLarge(Exception):
@@ -154,6 +203,7 @@ class _GuardedStream(httpx.SyncByteStream):
         self._deadline = deadline
         self._max_bytes = max_bytes
         self._watchdog = watchdog
+        self._closed = False
 
     def __iter__(self) -> Iterator[bytes]:
         received = 0
@@ -183,6 +233,9 @@ class _GuardedStream(httpx.SyncByteStream):
         return fired or time.monotonic() >= self._deadline
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         if self._watchdog is not None:
             self._watchdog.cancel()
         self._inner.close()
@@ -229,9 +282,10 @@ class GuardedTransport(httpx.BaseTransport):
             return pool
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        deadline = _call_deadline.get()
-        if deadline is None:
+        call = _current_call.get()
+        if call is None:
             raise RuntimeError("a guarded call is made inside call_deadline(): none was set")
+        deadline = call.deadline
         release()  # the thread waits on the server now: its database connection is not needed
         url = request.url
         port = url.port or (443 if url.scheme == "https" else 80)
@@ -248,15 +302,17 @@ class GuardedTransport(httpx.BaseTransport):
             if isinstance(sock, socket.socket):
                 watchdog = _Watchdog(sock, deadline - time.monotonic())
             assert isinstance(response.stream, httpx.SyncByteStream)
+            body = _GuardedStream(
+                response.stream,
+                deadline=deadline,
+                max_bytes=self._max_body_bytes,
+                watchdog=watchdog,
+            )
+            call.bodies.append(body)
             return httpx.Response(
                 status_code=response.status_code,
                 headers=response.headers,
-                stream=_GuardedStream(
-                    response.stream,
-                    deadline=deadline,
-                    max_bytes=self._max_body_bytes,
-                    watchdog=watchdog,
-                ),
+                stream=body,
                 extensions=response.extensions,
             )
         except BaseException:
@@ -288,3 +344,60 @@ class GuardedTransport(httpx.BaseTransport):
             pools, self._pools = list(self._pools.values()), {}
         for pool in pools:
             pool.close()
+
+
+class _Httpx2Bridge(httpx2.BaseTransport):
+    """Carry an httpx2 client's requests over a GuardedTransport (httpx): one guard, one set of
+    pools for both. httpx's errors come out as httpx2's of the same name (the SDK tells a
+    timeout from a broken connection by them), the original kept as their cause; the guard's
+    own cuts come out as they are."""
+
+    def __init__(self, inner: GuardedTransport) -> None:
+        self._inner = inner
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        outgoing = httpx.Request(
+            request.method,
+            str(request.url),
+            headers=request.headers.raw,
+            content=request.read(),
+            extensions=request.extensions,
+        )
+        with _as_httpx2_errors(request):
+            response = self._inner.handle_request(outgoing)
+        assert isinstance(response.stream, httpx.SyncByteStream)
+        return httpx2.Response(
+            status_code=response.status_code,
+            headers=response.headers.raw,
+            stream=_Httpx2Body(response.stream, request),
+            extensions=response.extensions,
+        )
+
+    def close(self) -> None:
+        pass  # the transport is the process's, shared with the httpx client of the guard
+
+
+class _Httpx2Body(httpx2.SyncByteStream):
+    """A guarded body, read through httpx2."""
+
+    def __init__(self, inner: httpx.SyncByteStream, request: httpx2.Request) -> None:
+        self._inner = inner
+        self._request = request
+
+    def __iter__(self) -> Iterator[bytes]:
+        with _as_httpx2_errors(self._request):
+            yield from self._inner
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+@contextlib.contextmanager
+def _as_httpx2_errors(request: httpx2.Request) -> Iterator[None]:
+    try:
+        yield
+    except httpx.HTTPError as exc:
+        kind = getattr(httpx2, type(exc).__name__, None)
+        if not (isinstance(kind, type) and issubclass(kind, httpx2.RequestError)):
+            kind = httpx2.TransportError
+        raise kind(str(exc), request=request) from exc
