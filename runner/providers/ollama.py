@@ -6,7 +6,8 @@ import time
 from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
-from .openai_compat import MAX_BODY_BYTES, MAX_RESPONSE_CHARS, OpenAICompatibleProvider
+from .http_calls import MAX_BODY_BYTES, MAX_RESPONSE_CHARS
+from .openai_compat import OpenAICompatibleProvider
 from .urls import DEFAULT_ALLOWLIST
 
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434/v1"

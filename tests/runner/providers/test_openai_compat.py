@@ -17,13 +17,9 @@ from runner.providers import (
     ProviderError,
     ProviderTimeoutError,
 )
+from runner.providers.http_calls import BASE_BACKOFF_S, MAX_RESPONSE_CHARS, MAX_RETRY_AFTER_S
 from runner.providers.ollama import DEFAULT_OLLAMA_URL, OllamaProvider
-from runner.providers.openai_compat import (
-    BASE_BACKOFF_S,
-    MAX_RESPONSE_CHARS,
-    MAX_RETRY_AFTER_S,
-    OpenAICompatibleProvider,
-)
+from runner.providers.openai_compat import OpenAICompatibleProvider
 from tests.resolver import fake_resolver
 from tests.runner.providers.conftest import API_KEY, MakeProvider
 from tests.runner.providers.stub_server import (
