@@ -135,8 +135,15 @@ WORKFLOW_NAME = "gen_ai.workflow.name"
 ERROR_TYPE = "error.type"
 # Our own, under one prefix.
 RUN_ID = "branchline.run.id"
-# `gen_ai.provider.name` for our providers: an OpenAI-compatible server speaks OpenAI's API.
-_PROVIDER_NAMES = {"openai": "openai", "ollama": "ollama", "scripted": "branchline.scripted"}
+# `gen_ai.provider.name` for our providers: an OpenAI-compatible server speaks OpenAI's API;
+# `gcp.gemini` is the conventions' name for the Gemini API (not Vertex AI's).
+_PROVIDER_NAMES = {
+    "anthropic": "anthropic",
+    "gemini": "gcp.gemini",
+    "openai": "openai",
+    "ollama": "ollama",
+    "scripted": "branchline.scripted",
+}
 
 
 # --------------------------------------------------------------------------------------------

@@ -17,13 +17,42 @@ from workflows.engine.errors import RegexError, RegexTooLarge
 from workflows.engine.regex import Pattern, compile_pattern
 
 LLM, HUMAN = "llm", "human"
-OLLAMA, OPENAI, SCRIPTED = "ollama", "openai", "scripted"
-PROVIDERS = (OLLAMA, OPENAI, SCRIPTED)
+ANTHROPIC, GEMINI, OLLAMA, OPENAI, SCRIPTED = "anthropic", "gemini", "ollama", "openai", "scripted"
+PROVIDERS = (ANTHROPIC, GEMINI, OLLAMA, OPENAI, SCRIPTED)
+# Providers whose API always wants a key (the vendors' own servers).
+_KEYED_PROVIDERS = frozenset({ANTHROPIC, GEMINI})
 # A call longer than an hour holds a worker's lease that long: a mistake, not a model.
 MAX_TIMEOUT_S = 3600
 # Keys the provider sets itself; letting actor params override them would break parsing.
 RESERVED_PARAMS = frozenset({"model", "messages", "stream", "stream_options", "n"})
-# Params every OpenAI-compatible server reads with these types; a wrong one fails every call.
+
+
+def _camel(name: str) -> str:
+    """Return a snake_case name in camelCase (`system_instruction`: `systemInstruction`)."""
+    first, *rest = name.split("_")
+    return first + "".join(part.title() for part in rest)
+
+
+# And those of the providers with an API of their own (Anthropic's body fields, Gemini's
+# GenerateContentConfig fields, which its SDK also takes in camel case) that the provider sets
+# from the request.
+_GEMINI_OWN = (
+    "system_instruction",
+    "tools",
+    "tool_config",
+    "automatic_function_calling",
+    "http_options",
+    "should_return_http_response",
+)
+_PROVIDER_RESERVED_PARAMS = {
+    ANTHROPIC: frozenset({"system", "tools"}),
+    GEMINI: frozenset(_GEMINI_OWN) | {_camel(name) for name in _GEMINI_OWN},
+}
+# The common params below that a provider's API has no equivalent for.
+_UNSUPPORTED_PARAMS = {ANTHROPIC: frozenset({"seed", "presence_penalty", "frequency_penalty"})}
+# Params every server reads with these types; a wrong one fails every call. The providers with
+# an API of their own translate them (`max_tokens` is Gemini's `max_output_tokens`, `stop`
+# Anthropic's and Gemini's `stop_sequences`).
 _PARAM_TYPES: dict[str, tuple[str, tuple[type, ...]]] = {
     "temperature": ("a number", (int, float)),
     "top_p": ("a number", (int, float)),
@@ -38,6 +67,11 @@ _RULE_KEYS = frozenset({"match", "reply"})
 
 Problem = tuple[str, str]
 _Add = Callable[[str, str], None]
+
+
+def reserved_params(provider: str) -> frozenset[str]:
+    """Return the params `provider` sets itself, which an actor's params may not set."""
+    return RESERVED_PARAMS | _PROVIDER_RESERVED_PARAMS.get(provider, frozenset())
 
 
 class SpecError(ValueError):
@@ -185,9 +219,14 @@ def _server_problems(
     actor: ActorFields, add: _Add, *, allowlist: Sequence[str] | Allowlist, resolve: bool
 ) -> None:
     if not actor.model.strip():
-        add("model", f"an {actor.provider} actor needs the name of the model to call")
+        add("model", f"{_an(actor.provider)} actor needs the name of the model to call")
     if actor.config:
         add("config", "only scripted actors take a config; put model settings in params")
+    if actor.provider in _KEYED_PROVIDERS and not actor.api_key_env:
+        add(
+            "api_key_env",
+            f"{_an(actor.provider)} actor needs the environment variable that holds its API key",
+        )
     if actor.base_url:
         try:
             check_base_url(actor.base_url, allowlist=allowlist, resolve=resolve)
@@ -196,9 +235,12 @@ def _server_problems(
         except URLRefused as exc:
             add("base_url", exc.reason)
     if isinstance(actor.params, Mapping):
-        reserved = sorted(RESERVED_PARAMS.intersection(actor.params))
+        reserved = sorted(reserved_params(actor.provider).intersection(actor.params))
         if reserved:
             add("params", f"may not set {', '.join(reserved)} (the provider sets them)")
+        for key in sorted(_UNSUPPORTED_PARAMS.get(actor.provider, frozenset())):
+            if key in actor.params:
+                add(f"params.{key}", f"the {actor.provider} API has no {key}")
         for key, (kind, types) in _PARAM_TYPES.items():
             value = actor.params.get(key)
             if value is None:
@@ -209,3 +251,8 @@ def _server_problems(
         max_tokens = actor.params.get("max_tokens")
         if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens < 1:
             add("params.max_tokens", "must be at least 1")
+
+
+def _an(word: str) -> str:
+    """Return `word` after its indefinite article ("an openai", "a gemini")."""
+    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"

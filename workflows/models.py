@@ -40,6 +40,8 @@ class Actor(models.Model):
         HUMAN = "human", "Human"
 
     class Provider(models.TextChoices):
+        ANTHROPIC = "anthropic", "Anthropic"
+        GEMINI = "gemini", "Gemini"
         OLLAMA = "ollama", "Ollama"
         OPENAI = "openai", "OpenAI-compatible"
         SCRIPTED = "scripted", "Scripted"

@@ -43,12 +43,16 @@ class ToolCallRequest:
     """One call to a tool a model asked for: its id, the function's name, its arguments.
 
     ``arguments`` is the JSON text the model wrote (it may not be valid JSON: the caller
-    tells the model so).
+    tells the model so). ``extra_content`` is what the model's API wants back with the call
+    when the conversation goes on, as the OpenAI chat format's tool calls carry it
+    (``{"google": {"thought_signature": ...}}``: Gemini refuses a call sent back without it).
     """
 
     id: str
     name: str
     arguments: str
+    # Not compared: a dict would make the call unhashable.
+    extra_content: dict[str, Any] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

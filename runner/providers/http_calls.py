@@ -23,7 +23,7 @@ from typing import Any, NamedTuple, NoReturn
 import httpx
 import httpx2
 
-from workflows.actor_spec import RESERVED_PARAMS
+from workflows.actor_spec import reserved_params
 from workflows.guarded_http import BodyTooLarge, DeadlinePassed
 
 from .base import (
@@ -149,7 +149,7 @@ class HTTPProvider:
         stream that fails after tokens were delivered is not retried here: the caller has
         already seen part of an answer, so it decides.
         """
-        reserved = sorted(RESERVED_PARAMS.intersection(request.params))
+        reserved = sorted(reserved_params(self.name).intersection(request.params))
         if reserved:
             raise ProviderConfigError(f"{self._who()}: params may not set {', '.join(reserved)}")
         started = time.monotonic()

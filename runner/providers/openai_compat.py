@@ -271,11 +271,13 @@ def _tool_calls(value: object) -> tuple[ToolCallRequest, ...]:
                 f"answered with tool_calls[{i}] whose arguments are not text", retryable=False
             )
         call_id = field(call, "id")
+        extra = field(call, "extra_content")  # Gemini's OpenAI-compatible API: its signature
         calls.append(
             ToolCallRequest(
                 id=call_id if isinstance(call_id, str) and call_id else f"call_{i}",
                 name=name,
                 arguments=arguments,
+                extra_content=extra if isinstance(extra, dict) and extra else None,
             )
         )
     return tuple(calls)

@@ -13,7 +13,7 @@ from .openai_compat import OpenAICompatibleProvider
 from .scripted import ScriptedProvider
 from .urls import settings_allowlist
 
-ProviderName = Literal["ollama", "openai", "scripted"]
+ProviderName = Literal["anthropic", "gemini", "ollama", "openai", "scripted"]
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
 
 
@@ -45,11 +45,27 @@ def _build_ollama(actor: ActorConfig, allowlist: Sequence[str]) -> Provider:
     return OllamaProvider(actor.base_url, _api_key(actor), allowlist=allowlist)
 
 
+def _build_anthropic(actor: ActorConfig, allowlist: Sequence[str]) -> Provider:
+    # Imported here: loading the SDK takes seconds, which a process that calls no Anthropic
+    # model should not wait (the same below for Gemini's).
+    from .anthropic_messages import AnthropicProvider
+
+    return AnthropicProvider(actor.base_url, _required_api_key(actor), allowlist=allowlist)
+
+
+def _build_gemini(actor: ActorConfig, allowlist: Sequence[str]) -> Provider:
+    from .gemini import GeminiProvider
+
+    return GeminiProvider(actor.base_url, _required_api_key(actor), allowlist=allowlist)
+
+
 def _build_scripted(actor: ActorConfig, allowlist: Sequence[str]) -> Provider:
     return ScriptedProvider(actor.config)
 
 
 PROVIDERS: dict[str, Callable[[ActorConfig, Sequence[str]], Provider]] = {
+    "anthropic": _build_anthropic,
+    "gemini": _build_gemini,
     "openai": _build_openai,
     "ollama": _build_ollama,
     "scripted": _build_scripted,
@@ -86,3 +102,14 @@ def _api_key(actor: ActorConfig) -> str | None:
             f"environment variable {actor.api_key_env} (api_key_env) is not set"
         )
     return value
+
+
+def _required_api_key(actor: ActorConfig) -> str:
+    """Return the key of a provider whose API always wants one."""
+    key = _api_key(actor)
+    if key is None:
+        raise ProviderConfigError(
+            f"the {actor.provider} API needs a key: name the environment variable that holds "
+            "it in api_key_env"
+        )
+    return key

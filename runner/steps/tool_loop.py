@@ -177,15 +177,19 @@ def _assistant(result: ChatResult) -> dict[str, Any]:
     return {
         "role": "assistant",
         "content": result.text or None,
-        "tool_calls": [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments},
-            }
-            for call in result.tool_calls
-        ],
+        "tool_calls": [_tool_call(call) for call in result.tool_calls],
     }
+
+
+def _tool_call(call: ToolCallRequest) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments},
+    }
+    if call.extra_content:
+        message["extra_content"] = call.extra_content  # for the model's API (a signature)
+    return message
 
 
 def _count(result: ChatResult, tokens: list[int], counted: list[bool]) -> None:

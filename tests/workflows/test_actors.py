@@ -132,6 +132,39 @@ class TestWholeActors:
                 ],
             ),
             ({"name": "x", "kind": "human"}, ["group: a human actor needs a reviewer group"]),
+            (
+                {"name": "x", "provider": "gemini", "model": "gemini-2.5-flash"},
+                [
+                    "api_key_env: a gemini actor needs the environment variable that holds its "
+                    "API key"
+                ],
+            ),
+            (
+                {
+                    "name": "x",
+                    "provider": "anthropic",
+                    "api_key_env": "ANTHROPIC_KEY",
+                    "params": {"system": "Be brief.", "seed": 7, "top_k": 5},
+                },
+                [
+                    "model: an anthropic actor needs the name of the model to call",
+                    "params: may not set system (the provider sets them)",
+                    "params.seed: the anthropic API has no seed",
+                ],
+            ),
+            (
+                {
+                    "name": "x",
+                    "provider": "gemini",
+                    "model": "gemini-2.5-flash",
+                    "api_key_env": "GEMINI_KEY",
+                    "params": {"systemInstruction": "Be brief.", "max_tokens": "many"},
+                },
+                [
+                    "params: may not set systemInstruction (the provider sets them)",
+                    "params.max_tokens: must be a whole number",
+                ],
+            ),
         ],
     )
     def test_the_api_refuses_an_actor_that_cannot_run_with_the_fields_path(
@@ -190,6 +223,24 @@ class TestWholeActors:
                 "config": {"rules": [{"match": "(?i)hi", "reply": "hello"}]},
             },
             {"name": "x", "kind": "human", "group": "editors"},
+            {
+                "name": "x",
+                "provider": "anthropic",
+                "model": "claude-sonnet-4-5",
+                "api_key_env": "ANTHROPIC_KEY",
+                "params": {"max_tokens": 1024, "top_k": 5, "stop": "END"},
+            },
+            {
+                "name": "x",
+                "provider": "gemini",
+                "model": "gemini-2.5-flash",
+                "api_key_env": "GEMINI_KEY",
+                "params": {
+                    "temperature": 0.2,
+                    "seed": 7,
+                    "thinking_config": {"thinking_budget": 0},
+                },
+            },
         ],
     )
     def test_it_accepts_an_actor_that_can_run(

@@ -7,6 +7,9 @@ from typing import Any
 
 import pytest
 
+from runner.providers.anthropic_messages import AnthropicProvider
+from runner.providers.gemini import GeminiProvider
+from runner.providers.http_calls import HTTPProvider
 from runner.providers.ollama import OllamaProvider
 from runner.providers.openai_compat import OpenAICompatibleProvider
 from tests.runner.providers.stub_server import StubServer, stub_server
@@ -55,3 +58,37 @@ def any_provider(
         return OllamaProvider(stub_server.url, options.pop("api_key", None), **options)
 
     return make
+
+
+NATIVE = {"anthropic": AnthropicProvider, "gemini": GeminiProvider}
+MakeNative = Callable[..., HTTPProvider]
+
+
+def _native(name: str, stub_server: StubServer, sleeps: list[float]) -> MakeNative:
+    def make(**options: Any) -> HTTPProvider:
+        options.setdefault("allowlist", [stub_server.address])
+        options.setdefault("sleep", sleeps.append)
+        return NATIVE[name](stub_server.url, options.pop("api_key", API_KEY), **options)
+
+    return make
+
+
+@pytest.fixture(params=sorted(NATIVE))
+def native_provider(
+    request: pytest.FixtureRequest, stub_server: StubServer, sleeps: list[float]
+) -> MakeNative:
+    """Return a factory of the Anthropic and the Gemini provider, each pointed at the stub,
+    which answers in its wire format."""
+    return _native(request.param, stub_server, sleeps)
+
+
+@pytest.fixture
+def anthropic_provider(stub_server: StubServer, sleeps: list[float]) -> MakeNative:
+    """Return a factory of Anthropic providers pointed at the stub."""
+    return _native("anthropic", stub_server, sleeps)
+
+
+@pytest.fixture
+def gemini_provider(stub_server: StubServer, sleeps: list[float]) -> MakeNative:
+    """Return a factory of Gemini providers pointed at the stub."""
+    return _native("gemini", stub_server, sleeps)

@@ -1,9 +1,12 @@
-"""A local stand-in for OpenAI-compatible servers and Ollama, scripted per test.
+"""A local stand-in for model servers, scripted per test: OpenAI-compatible servers and Ollama
+(``POST /v1/chat/completions``), Anthropic's Messages API (``POST /v1/messages``) and Google's
+Gemini API (``POST /v1beta/models/{model}:generateContent`` and ``:streamGenerateContent``).
 
-Each ``POST /v1/chat/completions`` takes the next behaviour from a queue (``enqueue``) or,
-once the queue is empty, ``default``. Answers come as JSON or as SSE, whichever the request
-asked for, like the real servers. ``GET /api/tags`` and ``GET /v1/models`` list ``models``.
-Every request is recorded in ``requests``.
+Each chat request, in whichever format, takes the next behaviour from a queue (``enqueue``)
+or, once the queue is empty, ``default``. Answers come as JSON or as SSE, whichever the request
+asked for, in the format of the route it came to, like the real servers (``wire_formats.py``).
+``GET /api/tags`` and ``GET /v1/models`` list ``models``. Every request is recorded in
+``requests``.
 
 ``POST /v1/embeddings`` answers one vector per input from ``embedder`` (deterministic word
 hashing by default), unless a behaviour queued with ``enqueue_embeddings`` says otherwise
@@ -27,21 +30,16 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
-CHAT_PATH = "/v1/chat/completions"
+from .wire_formats import CHAT_PATH, CUT, HOLD, STALL, WIRES, Mark, OpenAIWire, Piece
+
+__all__ = ["CHAT_PATH"]
+
 EMBEDDINGS_PATH = "/v1/embeddings"
 STUB_EMBEDDING_DIMENSIONS = 16
-# Marks where in a body the stub stops talking for ``stall_s``.
-_STALL = None
-
-
-class _Hold:
-    """Marks where in a streamed body the stub waits for the test to set ``hold``."""
-
-
-_HOLD = _Hold()
 
 
 @dataclass(frozen=True)
@@ -63,6 +61,8 @@ class Behaviour:
     stall_s: float = 0
     hold: threading.Event | None = None
     tool_calls: tuple[tuple[str, str], ...] = ()
+    cut_after: int | None = None
+    details: tuple[dict[str, Any], ...] = ()
 
 
 def reply(
@@ -75,6 +75,7 @@ def reply(
     interval_s: float = 0,
     stall_s: float = 0,
     hold: threading.Event | None = None,
+    cut_after: int | None = None,
 ) -> Behaviour:
     """Answer ``text`` (streamed as ``chunks`` when given, else word by word).
 
@@ -83,7 +84,8 @@ def reply(
     the end of the answer (one that stops talking mid-answer). A plain JSON answer with an
     interval or a stall is sent in 16-byte pieces, stalling before the last one. A streamed
     answer with ``hold`` keeps its last text chunk back until the test sets that event, so
-    the test sees the answer mid-stream however slow the machine is.
+    the test sees the answer mid-stream however slow the machine is. A streamed answer with
+    ``cut_after`` drops the connection after that many text chunks, mid-body.
     """
     if chunks is not None:
         text = "".join(chunks)
@@ -97,16 +99,25 @@ def reply(
         interval_s=interval_s,
         stall_s=stall_s,
         hold=hold,
+        cut_after=cut_after,
     )
 
 
 def error(
-    status: int, message: str = "stub error", *, headers: dict[str, str] | None = None
+    status: int,
+    message: str = "stub error",
+    *,
+    headers: dict[str, str] | None = None,
+    details: Sequence[dict[str, Any]] = (),
 ) -> Behaviour:
-    """Answer ``status`` with an OpenAI-style error body."""
-    body = json.dumps({"error": {"message": message, "type": "stub_error", "code": None}})
+    """Answer ``status`` with the error body of the request's format (Gemini's with
+    ``details``, such as a RetryInfo)."""
     return Behaviour(
-        "raw", status=status, body=body.encode(), headers=tuple((headers or {}).items())
+        "error",
+        text=message,
+        status=status,
+        headers=tuple((headers or {}).items()),
+        details=tuple(details),
     )
 
 
@@ -176,14 +187,25 @@ class RecordedRequest:
 
     @property
     def prompt(self) -> str | None:
-        """Return the last user message of a chat request."""
-        messages = (self.json or {}).get("messages") or []
-        users = [m.get("content") for m in messages if m.get("role") == "user"]
-        return users[-1] if users else None
+        """Return the text of the last user message of a chat request (any format)."""
+        data = self.json if isinstance(self.json, dict) else {}
+        if "contents" in data:  # Gemini's
+            users = [c for c in data["contents"] if c.get("role") == "user"]
+            return "".join(p.get("text", "") for p in users[-1]["parts"]) if users else None
+        users = [m.get("content") for m in data.get("messages") or [] if m.get("role") == "user"]
+        if not users:
+            return None
+        if isinstance(users[-1], list):  # Anthropic's content blocks
+            return "".join(b.get("text", "") for b in users[-1] if b.get("type") == "text")
+        return users[-1]
 
     @property
     def model(self) -> str | None:
-        """Return the model a chat request asked for."""
+        """Return the model a chat request asked for (in its body, or Gemini's path)."""
+        path = urlsplit(self.path).path
+        for wire in WIRES:
+            if wire.matches(path):
+                return wire.model(path, self.json)
         return (self.json or {}).get("model")
 
 
@@ -232,8 +254,8 @@ class StubServer:
 
     @property
     def chat_requests(self) -> list[RecordedRequest]:
-        """Return the chat completion requests received so far."""
-        return [r for r in self.requests if r.path == CHAT_PATH]
+        """Return the chat requests received so far, in whichever format."""
+        return [r for r in self.requests if _wire(urlsplit(r.path).path) is not None]
 
     @property
     def embedding_requests(self) -> list[RecordedRequest]:
@@ -344,40 +366,45 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path == EMBEDDINGS_PATH:
             self._embeddings(payload)
             return
-        if self.path != CHAT_PATH:
+        parts = urlsplit(self.path)
+        wire = _wire(parts.path)
+        if wire is None:
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
         stub._counted(+1)
         try:
-            self._chat(stub, payload)
+            self._chat(
+                stub, payload, wire, streaming=wire.streaming(parts.path, parts.query, payload)
+            )
         finally:
             stub._counted(-1)
 
-    def _chat(self, stub: StubServer, payload: Any) -> None:
+    def _chat(self, stub: StubServer, payload: Any, wire: Any, *, streaming: bool) -> None:
         behaviour = stub._next()
         if stub._wait(behaviour.delay_s):
             return
-        streaming = bool(isinstance(payload, dict) and payload.get("stream"))
-        model = behaviour.model or (payload or {}).get("model") or "stub-model"
+        model = behaviour.model or wire.model(self.path, payload) or "stub-model"
         try:
             if behaviour.kind == "hang_up":
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
             elif behaviour.kind == "raw":
                 self._send_raw(behaviour)
+            elif behaviour.kind == "error":
+                self._send_error(behaviour, wire)
             elif behaviour.kind == "sse":
                 self._send_chunked(
                     behaviour, [e.encode() for e in behaviour.events], "text/event-stream"
                 )
             elif streaming and not behaviour.tool_calls:
                 self._send_chunked(
-                    behaviour, _sse_body(behaviour, model, payload), "text/event-stream"
+                    behaviour, wire.stream(behaviour, model, payload), "text/event-stream"
                 )
             else:
-                body = json.dumps(_completion(behaviour, model)).encode()
+                body = json.dumps(wire.answer(behaviour, model)).encode()
                 if behaviour.interval_s or behaviour.stall_s:
-                    pieces: list[bytes | None] = [body[i : i + 16] for i in range(0, len(body), 16)]
-                    pieces.insert(len(pieces) - 1, _STALL)
+                    pieces: list[Piece] = [body[i : i + 16] for i in range(0, len(body), 16)]
+                    pieces.insert(len(pieces) - 1, STALL)
                     self._send_chunked(behaviour, pieces, "application/json")
                 else:
                     self._send_bytes(200, body, "application/json")
@@ -397,6 +424,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.connection.shutdown(socket.SHUT_RDWR)
             elif behaviour.kind == "raw":
                 self._send_raw(behaviour)
+            elif behaviour.kind == "error":
+                self._send_error(behaviour, OpenAIWire())
             else:
                 texts = (payload or {}).get("input") or []
                 texts = [texts] if isinstance(texts, str) else texts
@@ -440,8 +469,12 @@ class _Handler(BaseHTTPRequestHandler):
             behaviour.status, behaviour.body, behaviour.content_type, behaviour.headers
         )
 
+    def _send_error(self, behaviour: Behaviour, wire: Any) -> None:
+        body = json.dumps(wire.error(behaviour)).encode()
+        self._send_bytes(behaviour.status, body, "application/json", behaviour.headers)
+
     def _send_chunked(
-        self, behaviour: Behaviour, pieces: Iterable[bytes | _Hold | None], content_type: str
+        self, behaviour: Behaviour, pieces: Iterable[Piece], content_type: str
     ) -> None:
         stub = self.server.stub
         self.send_response(200)
@@ -452,14 +485,19 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         first = True
         for piece in pieces:
-            if piece is _STALL:
+            if piece is STALL:
                 if stub._wait(behaviour.stall_s):
                     return
                 continue
-            if isinstance(piece, _Hold):
+            if piece is HOLD:
                 if behaviour.hold is not None and stub._wait_for(behaviour.hold):
                     return
                 continue
+            if piece is CUT:
+                # Dropped mid-body: no closing chunk, as a server that dies sends none.
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            assert not isinstance(piece, Mark)
             if not first and stub._wait(behaviour.interval_s):
                 return
             first = False
@@ -478,66 +516,9 @@ def stub_embedding(text: str) -> list[float]:
     return [x / norm for x in vector]
 
 
-def _completion(behaviour: Behaviour, model: str) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "id": "chatcmpl-stub",
-        "object": "chat.completion",
-        "created": 0,
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": behaviour.text},
-                "finish_reason": "stop",
-            }
-        ],
-    }
-    if behaviour.tool_calls:
-        data["choices"][0]["message"]["tool_calls"] = [
-            {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
-            for i, (n, a) in enumerate(behaviour.tool_calls)
-        ]
-        data["choices"][0]["message"]["content"] = None
-        data["choices"][0]["finish_reason"] = "tool_calls"
-    if behaviour.usage is not None:
-        data["usage"] = _usage(behaviour.usage)
-    return data
-
-
-def _sse_body(behaviour: Behaviour, model: str, payload: Any) -> Iterator[bytes | _Hold | None]:
-    def event(data: dict[str, Any]) -> bytes:
-        return f"data: {json.dumps(data)}\n\n".encode()
-
-    base = {"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 0, "model": model}
-    pieces = behaviour.chunks if behaviour.chunks is not None else _words(behaviour.text)
-    role = event({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
-    for index, piece in enumerate(pieces):
-        text = event({**base, "choices": [{"index": 0, "delta": {"content": piece}}]})
-        if index and index == len(pieces) - 1:
-            yield _HOLD
-        # The role rides with the first text chunk so interval_s paces text chunks only.
-        yield role + text if index == 0 else text
-    if not pieces:
-        yield role
-    yield _STALL
-    yield event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-    include_usage = ((payload or {}).get("stream_options") or {}).get("include_usage")
-    if include_usage and behaviour.usage is not None:
-        yield event({**base, "choices": [], "usage": _usage(behaviour.usage)})
-    yield b"data: [DONE]\n\n"
-
-
-def _usage(usage: tuple[int, int]) -> dict[str, int]:
-    return {
-        "prompt_tokens": usage[0],
-        "completion_tokens": usage[1],
-        "total_tokens": usage[0] + usage[1],
-    }
-
-
-def _words(text: str) -> list[str]:
-    words = text.split(" ")
-    return [w + " " for w in words[:-1]] + [words[-1]] if text else []
+def _wire(path: str) -> Any:
+    """Return the wire format of a chat route, or None for any other path."""
+    return next((wire for wire in WIRES if wire.matches(path)), None)
 
 
 @pytest.fixture

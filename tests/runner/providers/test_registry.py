@@ -17,13 +17,21 @@ from runner.providers import (
     ProviderConfigError,
     get_provider,
 )
+from runner.providers.anthropic_messages import AnthropicProvider
+from runner.providers.gemini import GeminiProvider
 from runner.providers.ollama import DEFAULT_OLLAMA_URL, OllamaProvider
 from runner.providers.openai_compat import OpenAICompatibleProvider
 from runner.providers.scripted import ScriptedProvider
+from tests.resolver import fake_resolver
 from tests.runner.providers.stub_server import StubServer
 
 KEY_VAR = "BRANCHLINE_TEST_OPENAI_KEY"
 SECRET = "sk-live-do-not-print-me"
+# The vendors' API hosts, resolved to a public address (no DNS here).
+VENDOR_HOSTS = {
+    "api.anthropic.com": [["8.8.8.8"]],
+    "generativelanguage.googleapis.com": [["8.8.4.4"]],
+}
 
 
 def actor(**fields: Any) -> ActorConfig:
@@ -33,8 +41,8 @@ def actor(**fields: Any) -> ActorConfig:
     return ActorConfig(**fields)
 
 
-def test_it_knows_the_three_providers() -> None:
-    assert set(PROVIDERS) == {"openai", "ollama", "scripted"}
+def test_it_knows_the_five_providers() -> None:
+    assert set(PROVIDERS) == {"anthropic", "gemini", "openai", "ollama", "scripted"}
 
 
 @pytest.mark.parametrize(
@@ -43,9 +51,15 @@ def test_it_knows_the_three_providers() -> None:
         (actor(provider="openai", base_url="https://8.8.8.8/v1"), OpenAICompatibleProvider),
         (actor(provider="ollama"), OllamaProvider),
         (actor(provider="scripted", config={"replies": ["hi"]}), ScriptedProvider),
+        (actor(provider="anthropic", api_key_env=KEY_VAR), AnthropicProvider),
+        (actor(provider="gemini", api_key_env=KEY_VAR), GeminiProvider),
     ],
 )
-def test_it_builds_the_provider_an_actor_names(config: ActorConfig, cls: type) -> None:
+def test_it_builds_the_provider_an_actor_names(
+    config: ActorConfig, cls: type, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_VAR, SECRET)
+    fake_resolver(monkeypatch, VENDOR_HOSTS)
     provider = get_provider(config)
 
     assert type(provider) is cls
@@ -54,9 +68,46 @@ def test_it_builds_the_provider_an_actor_names(config: ActorConfig, cls: type) -
 
 def test_it_refuses_an_unknown_provider() -> None:
     with pytest.raises(
-        ProviderConfigError, match="actor 'writer': unknown provider 'anthropic'; expected one of"
+        ProviderConfigError, match="actor 'writer': unknown provider 'claude'; expected one of"
     ):
-        get_provider(actor(provider="anthropic"))
+        get_provider(actor(provider="claude"))
+
+
+@pytest.mark.parametrize(
+    ("provider", "url"),
+    [
+        ("anthropic", "https://api.anthropic.com"),
+        ("gemini", "https://generativelanguage.googleapis.com"),
+    ],
+)
+def test_the_vendors_providers_default_to_the_vendors_servers(
+    provider: str, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_VAR, SECRET)
+    fake_resolver(monkeypatch, VENDOR_HOSTS)
+
+    built = get_provider(actor(provider=provider, api_key_env=KEY_VAR))
+
+    assert built.base_url == url  # type: ignore[attr-defined]
+    assert SECRET not in repr(built)
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini"])
+def test_the_vendors_providers_need_a_key(provider: str) -> None:
+    with pytest.raises(
+        ProviderConfigError,
+        match=f"actor 'writer': the {provider} API needs a key: name the environment variable",
+    ):
+        get_provider(actor(provider=provider))
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini"])
+def test_the_vendors_providers_check_their_base_url_like_the_others(provider: str) -> None:
+    with pytest.raises(ProviderConfigError, match=re.escape("127.0.0.1, a loopback address")):
+        get_provider(
+            actor(provider=provider, api_key_env="PATH", base_url="http://127.0.0.1:9/"),
+            allowlist=[],
+        )
 
 
 def test_ollama_defaults_to_the_local_server() -> None:
