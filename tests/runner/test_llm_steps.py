@@ -1,12 +1,15 @@
-"""LLM steps through the real provider clients, against the local OpenAI/Ollama stub server."""
+"""LLM steps through the real provider clients, against the local stub server (OpenAI/Ollama,
+Anthropic and Gemini wire formats)."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import pytest
 
 from runner import services
+from runner.models import ModelCall
 from runner.publisher import publisher
 from runner.status import RunStatus
 from runner.steps import EXECUTORS
@@ -187,3 +190,98 @@ def test_a_streamed_answer_is_pushed_live_in_batches_and_never_stored_token_by_t
     assert not run.events.filter(type="step.token").exists()
     finished = run.events.get(type="step.finished")
     assert finished.data["response"] == "".join(chunks)
+
+
+@pytest.fixture(params=[Actor.Provider.ANTHROPIC, Actor.Provider.GEMINI])
+def native_recipe(
+    request: pytest.FixtureRequest,
+    owner: Any,
+    stub_server: StubServer,
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Recipe:
+    """The ask recipe with its model an Anthropic or a Gemini actor at the stub, priced."""
+    settings.PROVIDER_URL_ALLOWLIST = [stub_server.address]
+    monkeypatch.setenv(KEY_ENV, "sk-stub-secret")
+    ActorFactory(
+        name="stub-model",
+        provider=request.param,
+        model="stub-1",
+        base_url=stub_server.url,  # the API's root, as the vendors' SDKs take it
+        api_key_env=KEY_ENV,
+        config={},
+        timeout_s=5,
+        price_in_per_million=Decimal("3"),
+        price_out_per_million=Decimal("15"),
+        currency="USD",
+    )
+    ActorFactory(name="stub-fallback", config={"replies": ["Sorry, no answer today."]})
+    recipe = recipe_import(user=owner, data=ask_document(handle_errors=True)).recipe
+    recipe_publish(recipe=recipe, user=owner)
+    return recipe
+
+
+def test_a_run_streams_an_anthropic_or_gemini_answer_and_prices_its_tokens(
+    worker: Any, native_recipe: Recipe, owner: Any, stub_server: StubServer
+) -> None:
+    stub_server.enqueue(reply(chunks=["Forty", "-two,", " says", " the stub."], usage=(120, 60)))
+
+    run = services.run_start(user=owner, recipe=native_recipe, inputs={"question": "life?"})
+    run = wait_for(run, RunStatus.SUCCEEDED)
+
+    step = run.steps.get()
+    assert (step.response, step.tokens_in, step.tokens_out) == (
+        "Forty-two, says the stub.",
+        120,
+        60,
+    )
+    [call] = ModelCall.objects.filter(run=run)
+    provider = Actor.objects.get(name="stub-model").provider
+    assert (call.provider, call.model, call.tokens_estimated) == (provider, "stub-1", False)
+    # (120 x 3 + 60 x 15) / 1e6, at the actor's prices.
+    assert (call.cost, call.currency, step.cost) == (Decimal("0.00126"), "USD", Decimal("0.00126"))
+    sent = stub_server.chat_requests[-1]
+    assert sent.prompt == "Answer briefly: life?"
+    expected_path = {
+        Actor.Provider.ANTHROPIC: "/v1/messages",
+        Actor.Provider.GEMINI: "/v1beta/models/stub-1:streamGenerateContent?alt=sse",
+    }[provider]
+    assert sent.path == expected_path
+    assert "sk-stub-secret" in str(sent.headers)
+    assert "sk-stub-secret" not in str(run.events.values_list("data", flat=True))
+
+
+def test_a_failing_anthropic_or_gemini_model_takes_the_error_branch_with_its_reason(
+    worker: Any, native_recipe: Recipe, owner: Any, stub_server: StubServer
+) -> None:
+    stub_server.enqueue(error(401, "invalid key sk-stub-secret"))
+
+    run = services.run_start(user=owner, recipe=native_recipe, inputs={"question": "life?"})
+    run = wait_for(run, RunStatus.SUCCEEDED)
+
+    failed, apology = run.steps.order_by("seq")
+    assert failed.status == "failed"
+    assert "answered 401" in failed.error and "invalid key ***" in failed.error
+    assert "sk-stub-secret" not in failed.error
+    assert apology.response == "Sorry, no answer today."
+    assert run.outcome == "error_handled"
+
+
+def test_an_anthropic_or_gemini_model_out_of_time_fails_its_step_as_a_timeout(
+    worker: Any, native_recipe: Recipe, owner: Any, stub_server: StubServer
+) -> None:
+    document = ask_document(handle_errors=True)
+    document["slug"] = "ask-quickly"
+    document["steps"][0]["timeout_s"] = 1
+    recipe = recipe_import(user=owner, data=document).recipe
+    recipe_publish(recipe=recipe, user=owner)
+    stub_server.enqueue(reply("too late", delay_s=4))
+
+    run = services.run_start(user=owner, recipe=recipe, inputs={"question": "life?"})
+    run = wait_for(run, RunStatus.SUCCEEDED)
+
+    failed, apology = run.steps.order_by("seq")
+    assert failed.status == "timed_out"
+    provider = Actor.objects.get(name="stub-model").provider
+    assert failed.error.endswith(f"{provider} at {stub_server.url} did not answer within 1 s")
+    assert apology.response == "Sorry, no answer today."

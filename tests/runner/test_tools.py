@@ -16,6 +16,7 @@ from runner.inputs import InputsInvalid
 from runner.models import Run, StepRun
 from tests.factories import ActorFactory, UserFactory
 from tests.runner.providers.stub_server import StubServer, reply, stub_server, tool_calls
+from tests.runner.providers.wire_formats import gemini_signature
 from tests.runner.recipes import branch, drive, publish_document, steps, stub_actor
 from tests.tools.mcp_server import McpTestServer
 from tools.client import discover
@@ -341,6 +342,53 @@ def test_the_model_calls_a_tool_and_answers_with_its_result(
         "content": "5.0",
     }
     assert [p["tool"] for p in pushed] == ["demo.add"]
+
+
+@pytest.mark.parametrize("provider", [Actor.Provider.ANTHROPIC, Actor.Provider.GEMINI])
+def test_an_anthropic_or_gemini_model_goes_round_its_tool_loop_in_its_apis_form(
+    owner: Any,
+    stub_server: StubServer,
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    provider: str,
+) -> None:
+    settings.PROVIDER_URL_ALLOWLIST = [stub_server.address]
+    monkeypatch.setenv("BRANCHLINE_TEST_TOOLS_KEY", "sk-tools-test-key")
+    ActorFactory(
+        name="t-native",
+        provider=provider,
+        model="native-1",
+        base_url=stub_server.url,
+        api_key_env="BRANCHLINE_TEST_TOOLS_KEY",
+        config={},
+        timeout_s=5,
+    )
+    stub_server.enqueue(
+        tool_calls(("demo__add", {"a": 2, "b": 3}), usage=(5, 3)), reply("It is 5.", usage=(9, 4))
+    )
+    recipe = publish(owner, [ask_step()], actors={"model": "t-native"})
+
+    done = run(owner, recipe, script={"tool.demo.add": ["5"], "tool.demo.multiply": ["6"]})
+
+    ask = steps(done)["ask"]
+    assert done.status == "succeeded", done.error
+    assert (ask.response, ask.tokens_in, ask.tokens_out) == ("It is 5.", 14, 7)
+    assert [(c["tool"], c["arguments"]) for c in ask.details["tool_calls"]] == [
+        ("demo.add", {"a": 2, "b": 3})
+    ]
+    second = stub_server.chat_requests[1].json
+    if provider == Actor.Provider.GEMINI:
+        model_turn, results = second["contents"][1:]
+        # The call goes back with the thought signature it came with (Gemini 3 needs it).
+        assert model_turn["parts"][0]["thoughtSignature"] == gemini_signature(0)
+        assert results["parts"][0]["functionResponse"]["name"] == "demo__add"
+        assert results["parts"][0]["functionResponse"]["response"] == {"output": "5"}
+    else:
+        assistant, results = second["messages"][1:]
+        assert assistant["content"][0]["name"] == "demo__add"
+        assert results["content"] == [
+            {"type": "tool_result", "tool_use_id": "toolu_0", "content": "5"}
+        ]
 
 
 def test_a_tool_the_model_was_not_given_is_answered_with_an_error_not_a_crash(
