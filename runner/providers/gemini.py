@@ -34,6 +34,7 @@ import os
 import re
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -201,18 +202,30 @@ class _Started:
             close()
 
 
-_clients: dict[tuple[str, str, httpx.Client], genai.Client] = {}
+# The SDK's clients of this process, the least recently used first (a key rotated, a URL
+# changed: the old ones go once past MAX_CLIENTS).
+MAX_CLIENTS = 64
+_clients: OrderedDict[tuple[str, str, httpx.Client], genai.Client] = OrderedDict()
 _clients_lock = threading.Lock()
-os.register_at_fork(after_in_child=_clients.clear)
+
+
+def _forget_clients_in_child() -> None:
+    """A forked child makes its own clients, on its own guarded HTTP clients."""
+    global _clients_lock
+    _clients.clear()
+    _clients_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_clients_in_child)
 
 
 def _shared_client(base_url: str, api_key: str, http_client: httpx.Client) -> genai.Client:
     """Return the process's SDK client for this server, key and guarded HTTP client."""
     key = (base_url, api_key, http_client)
     with _clients_lock:
-        client = _clients.get(key)
+        client = _clients.pop(key, None)
         if client is None:
-            client = _clients[key] = genai.Client(
+            client = genai.Client(
                 # Given, so that the SDK reads no GOOGLE_API_KEY, GEMINI_API_KEY, project or
                 # Vertex AI setting of the host.
                 api_key=api_key,
@@ -221,6 +234,9 @@ def _shared_client(base_url: str, api_key: str, http_client: httpx.Client) -> ge
                     base_url=base_url, api_version=API_VERSION, httpx_client=http_client
                 ),
             )
+        _clients[key] = client  # the most recently used, last
+        while len(_clients) > MAX_CLIENTS:
+            _clients.popitem(last=False)
         return client
 
 
