@@ -337,6 +337,10 @@ def _message_answer(message: object) -> Answer:
                 )
             )
         # Thinking and the server's own tools' blocks are not the answer.
+    if field(message, "stop_reason") == "refusal":
+        # The API's safety classifiers stopped the answer: what came, if any, is not one.
+        detail = f"after {excerpt(''.join(texts))!r}" if texts else ""
+        raise Failure("refused to answer", retryable=False, detail=detail)
     usage = field(message, "usage")
     tokens_in = count(field(usage, "input_tokens"))
     if tokens_in is not None:

@@ -710,6 +710,25 @@ def test_anthropics_cached_prompt_tokens_count_as_input(
     assert (result.tokens_in, result.tokens_out) == (1210, 7)
 
 
+def test_an_anthropic_refusal_is_a_failed_call(
+    anthropic_provider: MakeNative, stub_server: StubServer
+) -> None:
+    message = {
+        "type": "message",
+        "role": "assistant",
+        "model": "model-1",
+        "content": [],
+        "stop_reason": "refusal",
+        "usage": {"input_tokens": 10, "output_tokens": 0},
+    }
+    stub_server.enqueue(raw(json.dumps(message)))
+
+    with pytest.raises(ProviderError, match=r"refused to answer$") as caught:
+        anthropic_provider().complete(ask())
+
+    assert caught.value.retryable is False
+
+
 def test_geminis_thinking_tokens_count_as_output_and_its_429_wait_is_read_from_its_body(
     gemini_provider: MakeNative, stub_server: StubServer, sleeps: list[float]
 ) -> None:
