@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from knowledge.models import Document, KnowledgeBase
@@ -35,6 +35,7 @@ from workflows.demo.actors import (
     DRAGON_STORY,
     GOOD_ANSWER,
     PRIMES,
+    REAL_MODEL_MAX_TOKENS,
     REVISED_ANSWER,
     UNCITED_ANSWER,
     first_primes,
@@ -276,6 +277,58 @@ def test_seed_demo_updates_an_actor_changed_in_the_database() -> None:
 
     writer = Actor.objects.get(name="demo-writer")
     assert writer.config == next(a for a in DEMO_ACTORS if a["name"] == "demo-writer")["config"]
+
+
+@pytest.mark.django_db
+def test_seed_demo_points_the_writer_judge_and_classifier_at_a_real_model_and_back(
+    settings: Any,
+) -> None:
+    settings.PROVIDER_URL_ALLOWLIST = [*settings.PROVIDER_URL_ALLOWLIST, "127.0.0.1:8090"]
+    url = "http://127.0.0.1:8090/v1"
+
+    output = seed("--model-url", url, "--model-name", "smollm2-135m-instruct")
+
+    real = {a.name: a for a in Actor.objects.filter(provider="openai")}
+    assert (
+        set(real)
+        == set(REAL_MODEL_MAX_TOKENS)
+        == {
+            "demo-writer",
+            "demo-judge",
+            "demo-classifier",
+        }
+    )
+    for name, actor in real.items():
+        assert (actor.base_url, actor.model, actor.api_key_env) == (
+            url,
+            "smollm2-135m-instruct",
+            "",
+        )
+        assert actor.params == {
+            "temperature": 0,
+            "seed": 42,
+            "max_tokens": REAL_MODEL_MAX_TOKENS[name],
+        }
+        assert actor.price_in_per_million is None and actor.problems() == []
+    assert Actor.objects.get(name="demo-clerk").provider == "scripted"
+    assert f"Answered by smollm2-135m-instruct at {url}: demo-writer, demo-judge" in output
+
+    seed()
+
+    assert not Actor.objects.filter(provider="openai").exists()
+    for spec in DEMO_ACTORS:
+        actor = Actor.objects.get(name=spec["name"])
+        assert all(getattr(actor, field) == value for field, value in spec.items()), actor.name
+
+
+@pytest.mark.django_db
+def test_seed_demo_needs_the_models_name_and_an_allowed_url() -> None:
+    with pytest.raises(CommandError, match="--model-url needs --model-name"):
+        seed("--model-url", "http://127.0.0.1:8090/v1")
+    with pytest.raises(CommandError, match=r"--model-url: .*add it to PROVIDER_URL_ALLOWLIST"):
+        seed("--model-url", "http://127.0.0.1:8090/v1", "--model-name", "smollm2")
+
+    assert not Actor.objects.exists()
 
 
 # -- Every path of the demo recipes, walked by dry-run scripts (and by the scripted actors) ----

@@ -20,6 +20,8 @@ run of each demo recipe walks an interesting path:
   do not cover finds nothing, and the librarian says it does not know.
 
 The two Ollama actors are there for trying real models; they fail when no Ollama runs.
+`seed_demo --model-url` (`make run MODEL=local`) has the writer, the judge and the classifier
+answered by a real model instead (`with_real_model`).
 """
 
 from __future__ import annotations
@@ -562,8 +564,20 @@ def _prices(actor: dict[str, Any]) -> dict[str, Decimal]:
 
 
 # The fields of each actor, as on workflows.models.Actor; `name` is the key seed_demo updates by.
+# The connection fields are given for every actor, so that an actor a real model answered
+# (`with_real_model`) is scripted again, and free, when the demo is seeded without it.
 DEMO_ACTORS: list[dict[str, Any]] = [
-    {"kind": "llm", "timeout_s": 120, **_prices(actor), **actor}
+    {
+        "kind": "llm",
+        "timeout_s": 120,
+        "base_url": "",
+        "api_key_env": "",
+        "params": {},
+        "price_in_per_million": None,
+        "price_out_per_million": None,
+        **_prices(actor),
+        **actor,
+    }
     for actor in (
         WRITER,
         JUDGE,
@@ -581,3 +595,36 @@ DEMO_ACTORS: list[dict[str, Any]] = [
         _ollama("qwen3:latest"),
     )
 ]
+
+
+# -- the demo answered by a real model (`seed_demo --model-url`, `make run MODEL=local`) -------
+
+# The actors whose text a run of the demo shows first, and the longest answer each may give:
+# the writer's story, the judge's score and the classifier's route. The other demo actors stay
+# scripted: their recipes need answers of a shape a small model seldom gives.
+REAL_MODEL_MAX_TOKENS = {WRITER["name"]: 320, JUDGE["name"]: 48, CLASSIFIER["name"]: 48}
+# The same text on every run: temperature 0 and a fixed seed.
+REAL_MODEL_PARAMS = {"temperature": 0, "seed": 42}
+
+
+def with_real_model(base_url: str, model: str, api_key_env: str = "") -> list[dict[str, Any]]:
+    """Return the demo actors with the writer, the judge and the classifier answered by
+    `model` at the OpenAI-compatible server at `base_url` (a local model costs nothing: no
+    prices), its key in the env var `api_key_env` if it needs one."""
+    actors = []
+    for spec in DEMO_ACTORS:
+        max_tokens = REAL_MODEL_MAX_TOKENS.get(spec["name"])
+        if max_tokens is not None:
+            spec = {
+                **spec,
+                "provider": "openai",
+                "model": model,
+                "base_url": base_url,
+                "api_key_env": api_key_env,
+                "params": {**REAL_MODEL_PARAMS, "max_tokens": max_tokens},
+                "config": {},
+                "price_in_per_million": None,
+                "price_out_per_million": None,
+            }
+        actors.append(spec)
+    return actors

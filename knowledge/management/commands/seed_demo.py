@@ -1,5 +1,7 @@
 """Load the demo: scripted actors, the `editors` reviewer group, two users, the demo recipes, a
-knowledge base of the project's documentation and the demo MCP tool server.
+knowledge base of the project's documentation and the demo MCP tool server. With `--model-url`
+the writer, the judge and the classifier are answered by a real model instead (`make run
+MODEL=local` starts one on loopback).
 
 Safe to run on every start: actors are updated in place, existing users keep their password
 (unless `--reset-password`), a recipe is re-imported and re-published only when its file
@@ -29,6 +31,7 @@ from django.db import transaction
 from knowledge import ingest
 from knowledge.convert import ConversionError
 from knowledge.models import Document, KnowledgeBase
+from workflows.actor_urls import URLRefused, check_base_url, redact_url, settings_allowlist
 from workflows.adapters import document_from_recipe
 from workflows.demo import (
     DEMO_USERNAME,
@@ -41,7 +44,7 @@ from workflows.demo import (
     docs_files,
     recipe_files,
 )
-from workflows.demo.actors import DEMO_ACTORS
+from workflows.demo.actors import DEMO_ACTORS, REAL_MODEL_MAX_TOKENS, with_real_model
 from workflows.models import Actor, Recipe
 from workflows.services import RecipeConflict, recipe_import, recipe_publish, recipe_share
 from workflows.validators import RecipeRejected
@@ -79,12 +82,45 @@ class Command(BaseCommand):
             action="store_true",
             help="replace the demo recipes' drafts with the files (edits are lost)",
         )
+        parser.add_argument(
+            "--model-url",
+            default="",
+            help="have the demo's writer, judge and classifier answered by the model at this "
+            "OpenAI-compatible server (e.g. http://127.0.0.1:11434/v1); without it they are "
+            "scripted again",
+        )
+        parser.add_argument(
+            "--model-name", default="", help="the model those actors ask for (with --model-url)"
+        )
+        parser.add_argument(
+            "--model-key-env",
+            default="",
+            help="the environment variable holding the server's API key, if it needs one",
+        )
 
-    def handle(self, *args: Any, reset_password: bool, reset_recipes: bool, **options: Any) -> None:
+    def handle(
+        self,
+        *args: Any,
+        reset_password: bool,
+        reset_recipes: bool,
+        model_url: str,
+        model_name: str,
+        model_key_env: str,
+        **options: Any,
+    ) -> None:
+        if model_url and not model_name:
+            raise CommandError("--model-url needs --model-name: the model to ask for")
+        if model_url:
+            # Checked here, once: the demo recipes cannot be imported without these actors.
+            try:
+                check_base_url(model_url, allowlist=settings_allowlist())
+            except URLRefused as exc:
+                raise CommandError(f"--model-url: {exc}") from None
+        actors = with_real_model(model_url, model_name, model_key_env) if model_url else DEMO_ACTORS
         summary = Summary()
         with transaction.atomic():
             group, _ = Group.objects.get_or_create(name=REVIEWER_GROUP)
-            self._seed_actors(summary)
+            self._seed_actors(actors, summary)
             demo = self._seed_user(
                 DEMO_USERNAME, group=group, staff=True, reset=reset_password, summary=summary
             )
@@ -97,6 +133,9 @@ class Command(BaseCommand):
                 )
             self._seed_docs_base(owner=demo, group=group, summary=summary)
         self._print(summary)
+        if model_url:
+            names = ", ".join(REAL_MODEL_MAX_TOKENS)
+            self.stdout.write(f"Answered by {model_name} at {redact_url(model_url)}: {names}")
         # After the commit: discovery starts the server, which takes a moment. A failure is
         # a warning: the rest of the demo works without tools.
         try:
@@ -111,8 +150,8 @@ class Command(BaseCommand):
         except CommandError as exc:
             self.stdout.write(self.style.WARNING(f"  warning: tool server not seeded: {exc}"))
 
-    def _seed_actors(self, summary: Summary) -> None:
-        for spec in DEMO_ACTORS:
+    def _seed_actors(self, actors: list[dict[str, Any]], summary: Summary) -> None:
+        for spec in actors:
             actor = Actor.objects.filter(name=spec["name"]).first()
             created = actor is None
             if actor is None:
