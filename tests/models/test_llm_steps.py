@@ -17,7 +17,7 @@ from runner import services
 from runner.models import ModelCall, Run, StepRun
 from runner.publisher import publisher
 from runner.status import RunStatus
-from tests.models.conftest import MODEL, ModelServer, model_actor
+from tests.models.conftest import MODEL, SEED, ModelServer, model_actor
 from tests.runner.conftest import wait_for
 from tests.runner.recipes import DEFAULT, branch, publish_document, steps
 from workflows import engine
@@ -169,7 +169,7 @@ def test_the_judges_call_counts_the_tokens_the_server_reported(
     # The judge's call is not streamed: its usage is the server's own count.
     question = engine.evaluation_prompt(JUDGE_PROMPT, answer.response)
     direct = asked_directly(
-        model_server, question, {"temperature": 0, "seed": 42, "max_tokens": 16}
+        model_server, question, {"temperature": 0, "seed": SEED, "max_tokens": 16}
     )
     assert judge.tokens_estimated is False
     assert (judge.tokens_in, judge.tokens_out) == (
