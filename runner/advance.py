@@ -202,13 +202,23 @@ def _refused(claim: Claim, outcome: StepOutcome, exc: Exception, go_on: bool) ->
 
 
 def _refusal(exc: Exception) -> str:
-    """The database's (or the driver's) words for a refused write, without the values."""
+    """The database's (or the driver's) words for a refused write, without the values: the
+    detail only of a JSON value it could not read (`Token "NaN" is invalid.`), never one that
+    shows the row ("Failing row contains (...)")."""
     diag = getattr(exc.__cause__, "diag", None)
     if diag is not None and diag.message_primary:
+        text = str(diag.message_primary)
         detail = diag.message_detail
-        return str(diag.message_primary) + (f" ({detail})" if detail else "")
-    text = str(exc).strip()
-    return text.splitlines()[0][:300] if text else type(exc).__name__
+        if detail and str(diag.sqlstate) in _JSON_VALUE_STATES:
+            text += f" ({detail})"
+    else:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:REFUSAL_MAX_CHARS]
+
+
+# invalid_text_representation, untranslatable_character: their detail names the JSON token.
+_JSON_VALUE_STATES = {"22P02", "22P05"}
+REFUSAL_MAX_CHARS = 300
 
 
 def _step_decided(

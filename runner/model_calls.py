@@ -36,6 +36,7 @@ import tiktoken
 
 from knowledge.embeddings import EmbeddingCall
 from workflows import engine
+from workflows.validators import storable
 
 from .models import ModelCall
 from .providers import ChatResult, ProviderError
@@ -210,8 +211,10 @@ def answered(
     messages: Sequence[dict[str, Any]] | None,
     tools: Sequence[dict[str, Any]] | None,
     started_at: datetime,
+    error: str = "",
 ) -> CallRecord:
-    """Return the record of a call the model answered, its tokens counted if not reported."""
+    """Return the record of a call the model answered, its tokens counted if not reported
+    (with `error`, an answer that is of no use, such as an empty one: its tokens were paid)."""
     tokens_in, tokens_out = result.tokens_in, result.tokens_out
     estimated = tokens_in is None or tokens_out is None
     if tokens_in is None:
@@ -228,16 +231,24 @@ def answered(
         actor_alias=actor.alias,
         actor_name=actor.name,
         provider=actor.provider_name,
-        model=actor.model_name if scripted else result.model or actor.model_name,
+        model=actor.model_name if scripted else _server_name(result.model) or actor.model_name,
         tokens_in=tokens_in,
         tokens_out=tokens_out,
         tokens_estimated=estimated,
         latency_ms=max(0, result.latency_ms),
         cost=cost_of(prices, tokens_in, tokens_out),
         currency=prices.currency if prices.priced else "",
-        error="",
+        error=storable(error),
         started_at=started_at,
     )
+
+
+MODEL_NAME_MAX = ModelCall._meta.get_field("model").max_length or 200
+
+
+def _server_name(name: str | None) -> str:
+    """The model name a server reported, as its column holds it (a server may send anything)."""
+    return str(storable(name or ""))[:MODEL_NAME_MAX]
 
 
 def failed(
@@ -256,7 +267,7 @@ def failed(
         latency_ms=max(0, latency_ms),
         cost=None,
         currency="",
-        error=error or "failed without a message",
+        error=storable(error) or "failed without a message",
         started_at=started_at,
     )
 

@@ -168,6 +168,7 @@ class OpenAICompatibleProvider(HTTPProvider):
         tokens_in = tokens_out = None
         model: str | None = None
         saw_choices = finished = False
+        refusal: list[str] = []
         try:
             for chunk in _chunks(stream, deadline, self.connect_timeout):
                 chunk_model = field(chunk, "model")
@@ -181,6 +182,7 @@ class OpenAICompatibleProvider(HTTPProvider):
                     continue
                 saw_choices = True
                 finished = finished or _finished(choices)
+                refusal.append(_chunk_delta(choices, "refusal"))
                 delta = _chunk_delta(choices)
                 if not delta:
                     continue
@@ -194,6 +196,9 @@ class OpenAICompatibleProvider(HTTPProvider):
             stream.close()
         if not saw_choices:
             raise Failure("answered with a stream that carried no choices", retryable=False)
+        refused = "".join(refusal)
+        if refused and not parts:
+            raise Failure("refused to answer", retryable=False, detail=excerpt(refused))
         if not finished:
             # The connection closed cleanly mid-answer: what came is not the whole answer.
             raise Failure(
@@ -290,17 +295,18 @@ def _finished(choices: list[Any]) -> bool:
     )
 
 
-def _chunk_delta(choices: list[Any]) -> str:
+def _chunk_delta(choices: list[Any], part: str = "content") -> str:
+    """Return the text a chunk adds to the first choice's `part` (its content, or refusal)."""
     text = ""
     for choice in choices:
         index = field(choice, "index")
         if index not in (None, 0):
             continue
-        content = field(field(choice, "delta"), "content")
+        content = field(field(choice, "delta"), part)
         if content is None:
             continue
         if not isinstance(content, str):
-            raise Failure("sent a stream chunk whose content is not text", retryable=False)
+            raise Failure(f"sent a stream chunk whose {part} is not text", retryable=False)
         text += content
     return text
 

@@ -211,11 +211,6 @@ class Session:
                     tools=tools,
                 )
                 span.result(result)
-                if not result.text.strip() and not result.tool_calls:
-                    # Nothing to branch on, judge or store: a failed call, which may be retried.
-                    raise ProviderError(
-                        f"actor '{actor.name}' answered with no text", retryable=True
-                    )
         except Exception as exc:
             self.failed_transiently = isinstance(exc, ProviderError) and exc.retryable
             latency_ms = int((time.monotonic() - began) * 1000)
@@ -225,6 +220,10 @@ class Session:
                 )
             )
             raise
+        # Nothing to branch on, judge or store: a failed call (its tokens were paid), which
+        # may be retried.
+        empty = not result.text.strip() and not result.tool_calls
+        error = f"actor '{actor.name}' answered with no text" if empty else ""
         self.model_calls.append(
             model_calls.answered(
                 actor,
@@ -234,9 +233,12 @@ class Session:
                 messages=messages,
                 tools=tools,
                 started_at=started_at,
+                error=error,
             )
         )
-        self.failed_transiently = False
+        self.failed_transiently = empty
+        if empty:
+            raise ProviderError(error, retryable=True)
         return result
 
     def judge(self, evaluator: str, prompt: str, text: str) -> str:

@@ -39,6 +39,12 @@ RESPOND = Route("respond", always_active=True)
         ('{"selected": "yes", "reason": "rain"}', (True, "rain")),
         ('{"selected": "False"}', (False, "")),
         ('{"selected": true, "reason": "rain"}\nI hope this helps!', (True, "rain")),
+        ("Yes, no doubt: it asks about rain.", (True, "no doubt: it asks about rain.")),
+        ("YES. No other route fits.", (True, "No other route fits.")),
+        (
+            "NO. True, it mentions rain, but as a metaphor.",
+            (False, "True, it mentions rain, but as a metaphor."),
+        ),
     ],
 )
 def test_it_reads_a_structured_yes_or_no(answer: str, parsed: tuple[bool, str]) -> None:

@@ -19,7 +19,7 @@ from runner import services
 from runner.models import Run, StepRun
 from runner.status import RunStatus, StepStatus
 from tests.factories import ActorFactory, UserFactory
-from tests.runner.providers.stub_server import StubServer, sse, stub_server
+from tests.runner.providers.stub_server import StubServer, reply, sse, stub_server
 from tests.runner.recipes import DEFAULT, branch, drive, publish_document, steps, stub_actor
 from tests.tools.mcp_server import McpTestServer
 from tools.client import discover
@@ -156,6 +156,9 @@ def test_an_empty_answer_fails_the_call_and_the_error_branch_takes_the_run_on(
     assert write.error == "actor 'm-writer' answered with no text"
     assert taken(write) == "broken"
     assert write.model_calls == 1
+    [call] = write.modelcall_set.all()
+    assert call.error == "actor 'm-writer' answered with no text"
+    assert call.tokens_in  # the prompt was sent, and counted: an empty answer is paid for
     assert list(run.steps.values_list("step_key", flat=True)) == ["write", "apologise"]
 
 
@@ -300,6 +303,30 @@ def test_a_stream_cut_halfway_fails_the_step_with_the_reason(
     assert "11 characters had been streamed" in write.error
     assert taken(write) == "broken"
     assert run.status == RunStatus.SUCCEEDED
+
+
+def test_what_a_server_says_of_itself_is_stored_as_its_columns_hold_it(
+    owner: Any, stub_server: StubServer, settings: Any
+) -> None:
+    settings.PROVIDER_URL_ALLOWLIST = [stub_server.address]
+    stub_actor(stub_server, "m-named")
+    recipe = publish_document(
+        owner,
+        {
+            "format": "branchline.recipe/v1",
+            "slug": "named",
+            "name": "named",
+            "actors": {"writer": "m-named"},
+            "steps": [llm("write")],
+        },
+    )
+    stub_server.enqueue(reply("Owls hunt at night.", model="m\x00" + "x" * 500))
+
+    run = finished(owner, recipe, {})
+
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    [call] = steps(run)["write"].modelcall_set.all()
+    assert call.model == "m\ufffd" + "x" * 198  # the column's 200 characters
 
 
 # -- a tool's JSON with NaN, from a real MCP server -----------------------------------------------

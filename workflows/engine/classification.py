@@ -20,8 +20,11 @@ from workflows.engine.errors import AnswerUnreadable
 _LEADING_WORD = re.compile(
     r"^[\s*_`#>\"'-]*(yes|no|true|false)\b[\s*_`\"'.:,;!-]*(.*)", re.I | re.S
 )
-# What follows a leading YES when it takes it back: "Yes. No.", "yes and no", "Yes, or no".
-_THEN_OPPOSITE = re.compile(r"^\W*(?:(?:and|or|but|then)\b\W*)?(yes|no|true|false)\b", re.I)
+# What follows a leading YES when it takes it back: "Yes. No.", "yes and no", "Yes, or no?"; a
+# word that goes on ("Yes, no doubt", "No. True, it mentions...") takes nothing back.
+_THEN_OPPOSITE = re.compile(
+    r"^\W*(?:(?:and|or|but|then)\b\W*)?(yes|no|true|false)\s*(?:[.!?]|$)", re.I
+)
 _ANSWER_SHOWN = 60
 
 

@@ -19,15 +19,22 @@ _LABELLED = re.compile(
 _OVER = re.compile(r"\s*(?:/|out of)\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
 _OVER_SCALE = re.compile(_NUMBER + _OVER.pattern, re.IGNORECASE)
 # The answer starts with its number, as asked: "8", "**9**", "7. A vivid story" (not a list).
-_LEADING = re.compile(r"\A[^\w\n-]*" + _NUMBER + r"(?:[^\w\n]|$)")
+_LEADING = re.compile(r"\A[^\w\n-]*" + _NUMBER + r"(?:\W|\Z)")
 _LIST_ITEM = re.compile(r"^\W*2[.)]\s", re.MULTILINE)
 _ANY_NUMBER = re.compile(_NUMBER)
 # JSON's non-numbers where a score belongs: `{"score": NaN}`.
 _NOT_A_NUMBER = re.compile(
     r"\b(?:score|rating|grade)\W{0,5}?(-?Infinity|NaN|null|none|n/a)\b", re.IGNORECASE
 )
-# The scale an instruction asks for: "from 1 to 10", "1-10", "0 to 100" (or an en dash).
-_SCALE = re.compile(_NUMBER + r"\s*(?:-|\u2013|to)\s*" + _NUMBER)
+# The scale an instruction asks for: "from 1 to 10", "1-10", "0 to 100" (or an en dash); a
+# range that a word of scoring leads ("score from 1 to 10", "rate it 1-5") before any other
+# ("write 2-3 sentences").
+_RANGE = _NUMBER + r"\s*(?:-|\u2013|to)\s*" + _NUMBER
+_SCALE = re.compile(_RANGE)
+_SCALE_NAMED = re.compile(
+    r"\b(?:scor\w*|rat\w*|grade\w*|scale|marks?|points?)\b[^.\n\d]{0,30}?" + _RANGE,
+    re.IGNORECASE,
+)
 _SHOWN = 80
 
 
@@ -43,8 +50,12 @@ class Scale:
 
 
 def scale_of(instruction: str) -> Scale | None:
-    """Return the scale an evaluator's instruction names ("from 1 to 10", "0-100"), if any."""
-    found = _SCALE.search(instruction)
+    """Return the scale an evaluator's instruction names ("from 1 to 10", "0-100"), if any:
+    the range a word of scoring leads, else its only range."""
+    found = _SCALE_NAMED.search(instruction)
+    if found is None:
+        ranges = list(_SCALE.finditer(instruction))
+        found = ranges[0] if len(ranges) == 1 else None
     if found is None:
         return None
     low, high = float(found.group(1)), float(found.group(2))
@@ -109,7 +120,8 @@ def _marked(text: str) -> tuple[float, float | None] | None:
     if over_scale:
         return float(over_scale.group(1)), float(over_scale.group(2))
     leading = _LEADING.search(text)
-    if leading and not _LIST_ITEM.search(text):
+    # "1." opening a numbered list is the list's first item, not a score of 1.
+    if leading and not (leading.group(1) == "1" and _LIST_ITEM.search(text)):
         return float(leading.group(1)), None
     return None
 

@@ -90,3 +90,16 @@ def test_token_counts_no_column_can_hold_are_not_the_servers_counts(
     result = openai_provider().complete(ask())
 
     assert (result.tokens_in, result.tokens_out) == (None, 3)  # counted by the runner instead
+
+
+def test_a_streamed_refusal_is_a_failed_call_with_the_models_words(
+    openai_provider: MakeProvider, stub_server: StubServer
+) -> None:
+    refused = 'data: {"choices": [{"index": 0, "delta": {"refusal": "I can%s help."}}]}\n\n'
+    end = 'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}\n\n'
+    stub_server.enqueue(sse(refused % "'t", end))
+
+    with pytest.raises(ProviderError, match=r"refused to answer: I can't help\.") as caught:
+        openai_provider().complete(ask(), on_token=lambda _: None)
+
+    assert caught.value.retryable is False

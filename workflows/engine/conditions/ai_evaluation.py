@@ -116,8 +116,9 @@ CONDITION_TYPE = ConditionType(
     help=(
         "An evaluator model's score of the response compares true: the number its answer "
         "marks as the score (`Score: 7`, `8/10`, or its one number), on the scale its prompt "
-        "asks for (1 to 10 by default; `4/5` reads as 8); no score (an answer off the scale, "
-        "a refusal, several unmarked numbers) is false, with why. Asked once per step result "
+        "names (the default prompt asks for 1 to 10, where `4/5` reads as 8; a prompt that "
+        "names none takes the number as written); no score (an answer off the scale, a "
+        "refusal, several unmarked numbers) is false, with why. Asked once per step result "
         "per evaluator and prompt, with the response passed as quoted data."
     ),
     operators=NUMERIC_OPERATORS,
