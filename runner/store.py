@@ -333,6 +333,12 @@ def _started(claim: Claim) -> list[events.Event]:
 def _fail_unclaimed(run: Run, error: str) -> None:
     """Fail a run that cannot be claimed, if nothing changed it since it was read."""
     check_transition(run.status, RunStatus.FAILED)
+    with suppress(Fenced):  # another writer moved it: its next claim looks again
+        _write(_fence_of(run), *_failed(error), exact_events=True)
+
+
+def _failed(error: str) -> tuple[dict[str, Any], list[events.Event]]:
+    """The run's fields and its event when it fails with `error`, its lease let go."""
     changes = {
         "status": RunStatus.FAILED,
         "outcome": Outcome.FAILED,
@@ -341,10 +347,10 @@ def _fail_unclaimed(run: Run, error: str) -> None:
         "finished_at": timezone.now(),
         "lease_token": "",
         "lease_expires_at": None,
+        "claims": 0,
     }
     finished = events.run_finished(status=RunStatus.FAILED, outcome=Outcome.FAILED, error=error)
-    with suppress(Fenced):  # another writer moved it: its next claim looks again
-        _write(_fence_of(run), changes, [finished], exact_events=True)
+    return changes, [finished]
 
 
 # In a run's `next`: the seq of a step given back to the queue to wait for its actor, whose
@@ -439,18 +445,7 @@ def fail_claimed(claim: Claim, error: str) -> None:
     (else raise Fenced, having written nothing): the last resort for a step whose failure
     could not be stored either."""
     check_transition(RunStatus.RUNNING, RunStatus.FAILED)
-    changes = {
-        "status": RunStatus.FAILED,
-        "outcome": Outcome.FAILED,
-        "error": error,
-        "next": {},
-        "finished_at": timezone.now(),
-        "lease_token": "",
-        "lease_expires_at": None,
-        "claims": 0,
-    }
-    finished = events.run_finished(status=RunStatus.FAILED, outcome=Outcome.FAILED, error=error)
-    _write(_fence_of_claim(claim), changes, [finished])
+    _write(_fence_of_claim(claim), *_failed(error))
 
 
 def insert_task(claim: Claim, step_run: StepRun, task: HumanTask) -> None:

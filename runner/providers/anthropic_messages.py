@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar, cast
 
@@ -48,6 +47,7 @@ from .http_calls import (
     message_text,
     status_failure,
     transport_failure,
+    within_deadline,
 )
 from .urls import connect_addresses
 
@@ -279,33 +279,27 @@ def _tools_used(messages: list[dict[str, Any]]) -> set[str]:
 
 def _events(stream: MessageStream[Any], deadline: float, connect_timeout: float) -> Iterator[Any]:
     """Yield the stream's events, turning every way it can fail into a Failure."""
-    iterator = iter(stream)
-    while True:
-        try:
-            event = next(iterator)
-        except StopIteration:
-            return
-        except anthropic.APIStatusError as exc:
-            # An `error` event (overloaded_error, api_error) in a stream that began well.
-            raise Failure(
-                "reported an error mid-stream", retryable=True, detail=_status_detail(exc.body)
-            ) from exc
-        except TRANSPORT_ERRORS as exc:
-            raise transport_failure(exc, connect_timeout) from exc
-        except ValueError as exc:
-            raise Failure(
-                "sent a stream event that is not valid JSON", retryable=False, detail=str(exc)
-            ) from exc
-        except (LookupError, TypeError, AttributeError, RuntimeError) as exc:
-            # Events out of the API's order (a delta to a block that never started).
-            raise Failure(
-                "sent a stream out of the Messages API's order",
-                retryable=False,
-                detail=excerpt(str(exc)),
-            ) from exc
-        if time.monotonic() > deadline:
-            raise Failure("did not answer", retryable=True, kind="timeout")
-        yield event
+    return within_deadline(stream, deadline, connect_timeout, _stream_failure)
+
+
+def _stream_failure(exc: Exception) -> Failure | None:
+    if isinstance(exc, anthropic.APIStatusError):
+        # An `error` event (overloaded_error, api_error) in a stream that began well.
+        return Failure(
+            "reported an error mid-stream", retryable=True, detail=_status_detail(exc.body)
+        )
+    if isinstance(exc, ValueError):
+        return Failure(
+            "sent a stream event that is not valid JSON", retryable=False, detail=str(exc)
+        )
+    if isinstance(exc, LookupError | TypeError | AttributeError | RuntimeError):
+        # Events out of the API's order (a delta to a block that never started).
+        return Failure(
+            "sent a stream out of the Messages API's order",
+            retryable=False,
+            detail=excerpt(str(exc)),
+        )
+    return None
 
 
 def _message_answer(message: object) -> Answer:

@@ -33,7 +33,6 @@ import json
 import os
 import re
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -58,6 +57,7 @@ from .http_calls import (
     message_text,
     status_failure,
     transport_failure,
+    within_deadline,
 )
 from .urls import connect_addresses
 
@@ -358,28 +358,20 @@ def _declaration(tool: dict[str, Any]) -> types.FunctionDeclaration:
 
 def _chunks(stream: _Started, deadline: float, connect_timeout: float) -> Iterator[Any]:
     """Yield the stream's chunks, turning every way it can fail into a Failure."""
-    iterator = iter(stream)
-    while True:
-        try:
-            chunk = next(iterator)
-        except StopIteration:
-            return
-        except errors.APIError as exc:
-            # An error chunk in a stream that began well.
-            raise Failure(
-                "reported an error mid-stream", retryable=True, detail=_status_detail(exc)
-            ) from exc
-        except TRANSPORT_ERRORS as exc:
-            raise transport_failure(exc, connect_timeout) from exc
-        except ValueError as exc:
-            raise Failure(
-                "sent a stream chunk that is not what the API promises",
-                retryable=False,
-                detail=excerpt(str(exc)),
-            ) from exc
-        if time.monotonic() > deadline:
-            raise Failure("did not answer", retryable=True, kind="timeout")
-        yield chunk
+    return within_deadline(stream, deadline, connect_timeout, _stream_failure)
+
+
+def _stream_failure(exc: Exception) -> Failure | None:
+    if isinstance(exc, errors.APIError):
+        # An error chunk in a stream that began well.
+        return Failure("reported an error mid-stream", retryable=True, detail=_status_detail(exc))
+    if isinstance(exc, ValueError):
+        return Failure(
+            "sent a stream chunk that is not what the API promises",
+            retryable=False,
+            detail=excerpt(str(exc)),
+        )
+    return None
 
 
 def _answer(response: object) -> Answer:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import email.utils
 import random
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, NoReturn
 
 import httpx
@@ -301,6 +301,32 @@ def transport_failure(exc: BaseException, connect_timeout: float) -> Failure:
         if isinstance(cause, _HTTP_ERRORS):
             return Failure("broke the connection", retryable=True, detail=str(cause))
     return Failure("could not be reached", retryable=True, detail=str(exc))
+
+
+def within_deadline(
+    items: Iterable[Any],
+    deadline: float,
+    connect_timeout: float,
+    failure_of: Callable[[Exception], Failure | None],
+) -> Iterator[Any]:
+    """Yield a stream's events until it ends, or raise a Failure: the API's own (`failure_of`
+    names it, or None for an exception it does not know), a transport's, or the deadline's."""
+    iterator = iter(items)
+    while True:
+        try:
+            item = next(iterator)
+        except StopIteration:
+            return
+        except TRANSPORT_ERRORS as exc:
+            raise transport_failure(exc, connect_timeout) from exc
+        except Exception as exc:
+            failure = failure_of(exc)
+            if failure is None:
+                raise
+            raise failure from exc
+        if time.monotonic() > deadline:
+            raise Failure("did not answer", retryable=True, kind="timeout")
+        yield item
 
 
 def causes(exc: BaseException) -> Iterator[BaseException]:

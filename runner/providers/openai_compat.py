@@ -14,7 +14,6 @@ so a malformed body becomes a clear ProviderError instead of an AttributeError l
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -34,6 +33,7 @@ from .http_calls import (
     field,
     status_failure,
     transport_failure,
+    within_deadline,
 )
 from .urls import connect_addresses
 
@@ -209,25 +209,17 @@ class OpenAICompatibleProvider(HTTPProvider):
 
 def _chunks(stream: openai.Stream[Any], deadline: float, connect_timeout: float) -> Iterator[Any]:
     """Yield the stream's chunks, turning every way it can fail into a Failure."""
-    iterator = iter(stream)
-    while True:
-        try:
-            chunk = next(iterator)
-        except StopIteration:
-            return
-        except openai.APIError as exc:
-            raise Failure(
-                "reported an error mid-stream", retryable=True, detail=excerpt(exc.message)
-            ) from exc
-        except ValueError as exc:
-            raise Failure(
-                "sent a stream event that is not valid JSON", retryable=False, detail=str(exc)
-            ) from exc
-        except TRANSPORT_ERRORS as exc:
-            raise transport_failure(exc, connect_timeout) from exc
-        if time.monotonic() > deadline:
-            raise Failure("did not answer", retryable=True, kind="timeout")
-        yield chunk
+    return within_deadline(stream, deadline, connect_timeout, _stream_failure)
+
+
+def _stream_failure(exc: Exception) -> Failure | None:
+    if isinstance(exc, openai.APIError):
+        return Failure("reported an error mid-stream", retryable=True, detail=excerpt(exc.message))
+    if isinstance(exc, ValueError):
+        return Failure(
+            "sent a stream event that is not valid JSON", retryable=False, detail=str(exc)
+        )
+    return None
 
 
 def _completion_text(data: object) -> tuple[str, str | None, tuple[ToolCallRequest, ...]]:
