@@ -94,6 +94,7 @@ INSTALLED_APPS = [
     "knowledge",
     "tools",
     "runner",
+    "triggers",
     "editor",
 ]
 

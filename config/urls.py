@@ -26,6 +26,7 @@ urlpatterns = [
     path("api/", include("workflows.urls")),
     path("api/", include("knowledge.urls")),
     path("api/", include("tools.urls")),
+    path("api/", include("triggers.urls")),
     path("", include("editor.urls")),
 ]
 

@@ -16,6 +16,7 @@ from .views import (
     stats,
     testing,
     tools,
+    triggers,
     versions,
     works,
 )
@@ -66,6 +67,7 @@ urlpatterns = [
         "recipes/<slug:slug>/testrun/result/", testing.testrun_result, name="recipe-testrun-result"
     ),
     path("recipes/<slug:slug>/tests/", testing.recipe_tests_page, name="recipe-tests"),
+    path("recipes/<slug:slug>/triggers/", triggers.triggers_panel, name="recipe-triggers"),
     path("recipes/<slug:slug>/stats/", stats.recipe_stats, name="recipe-stats"),
     path(
         "recipes/<slug:slug>/runs-overlay/",

@@ -103,6 +103,7 @@ def editor_config(recipe: Recipe, user_id: int) -> dict[str, Any]:
             "testrunResult": reverse("recipe-testrun-result", args=[slug]),
             "tests": reverse("recipe-tests", args=[slug]),
             "versions": reverse("recipe-versions", args=[slug]),
+            "triggers": reverse("recipe-triggers", args=[slug]),
             "runsOverlay": reverse("recipe-runs-overlay", args=[slug]),
             "save": reverse("recipe-detail", args=[slug]),
             "events": "/api/runs/{id}/events",

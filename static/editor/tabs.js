@@ -1,10 +1,10 @@
 /*
- * tabs.js: the side panel's tabs (Properties, Recipe, Test run, Tests, Versions); a tab's
+ * tabs.js: the side panel's tabs (Properties, Recipe, Test run, Tests, Versions, Triggers); a tab's
  * content is loaded from the server when it is shown.
  */
 import * as store from "./store.js";
 
-const TABS = ["properties", "recipe", "testrun", "tests", "versions"];
+const TABS = ["properties", "recipe", "testrun", "tests", "versions", "triggers"];
 let urls = {};
 let testrunDocument = null; // the document the test-run form was built from, as JSON
 
@@ -33,6 +33,7 @@ function loadTab(name) {
   if (name === "testrun") return loadTestRun();
   if (name === "tests") return htmx.ajax("GET", urls.tests, { source: "#panel-tests", target: "#panel-tests", swap: "innerHTML" });
   if (name === "versions") return htmx.ajax("GET", urls.versions, { source: "#panel-versions", target: "#panel-versions", swap: "innerHTML" });
+  if (name === "triggers") return htmx.ajax("GET", urls.triggers, { source: "#panel-triggers", target: "#panel-triggers", swap: "innerHTML" });
   return Promise.resolve();
 }
 
