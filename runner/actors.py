@@ -13,9 +13,11 @@ from workflows.models import Actor
 from .capacity import NO_LIMITS, Limits
 from .model_calls import NO_PRICES, Prices
 from .providers import (
+    SCHEMA_PROVIDERS,
     ActorConfig,
     ChatRequest,
     ChatResult,
+    OutputSchema,
     Provider,
     ProviderConfigError,
     get_provider,
@@ -130,6 +132,12 @@ def _scripted(replies: tuple[str, ...]) -> Provider:
     return get_provider(config)
 
 
+def enforces_schema(actor: ResolvedActor) -> bool:
+    """Tell whether the actor's server is sent an output schema to enforce (a dry-run
+    script is not: its answers are only validated)."""
+    return actor.provider_name in SCHEMA_PROVIDERS
+
+
 def default_timeout(actor: ResolvedActor) -> float:
     """Return how long a call of the actor may take when its step sets no timeout."""
     return float(actor.config.timeout_s if actor.config else 60)
@@ -144,10 +152,12 @@ def call(
     on_token: Any = None,
     messages: tuple[dict[str, Any], ...] | None = None,
     tools: tuple[dict[str, Any], ...] | None = None,
+    output_schema: OutputSchema | None = None,
 ) -> ChatResult:
     """Ask an LLM actor once (the provider retries transient errors itself).
 
-    `messages` and `tools` carry a tool loop's conversation and the functions on offer.
+    `messages` and `tools` carry a tool loop's conversation and the functions on offer;
+    `output_schema` the JSON Schema the answer must meet.
     """
     provider = provider_for(actor)
     config = actor.config
@@ -159,5 +169,6 @@ def call(
         call_index=call_index,
         messages=messages,
         tools=tools,
+        output_schema=output_schema,
     )
     return provider.complete(request, on_token=on_token)

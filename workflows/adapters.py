@@ -30,6 +30,9 @@ STEP_CONFIG_FIELDS = (
     "max_attempts",
     "variants",
     "candidates",
+    "output_schema",
+    "output_schema_attempts",
+    "set",
 )
 
 

@@ -8,21 +8,24 @@ from __future__ import annotations
 from .base import (
     ChatRequest,
     ChatResult,
+    OutputSchema,
     Provider,
     ProviderConfigError,
     ProviderError,
     ProviderTimeoutError,
     ToolCallRequest,
 )
-from .registry import PROVIDERS, ActorConfig, get_provider
+from .registry import PROVIDERS, SCHEMA_PROVIDERS, ActorConfig, get_provider
 from .urls import DEFAULT_ALLOWLIST, validate_base_url
 
 __all__ = [
     "DEFAULT_ALLOWLIST",
     "PROVIDERS",
+    "SCHEMA_PROVIDERS",
     "ActorConfig",
     "ChatRequest",
     "ChatResult",
+    "OutputSchema",
     "Provider",
     "ProviderConfigError",
     "ProviderError",

@@ -10,6 +10,21 @@ TokenCallback = Callable[[str], None]
 
 
 @dataclass(frozen=True)
+class OutputSchema:
+    """The JSON Schema an answer must meet, for servers that enforce it (``response_format``
+    of the OpenAI chat format; Ollama's OpenAI-compatible API reads it as its ``format``).
+
+    ``name`` is the step's key; ``strict`` asks OpenAI to enforce the schema exactly, which it
+    accepts only for schemas whose objects list every property as required and allow no
+    others. The answer is validated either way (``workflows.engine.output_schema``).
+    """
+
+    name: str
+    schema: dict[str, Any]
+    strict: bool = False
+
+
+@dataclass(frozen=True)
 class ChatRequest:
     """Describe one call to a model.
 
@@ -19,7 +34,9 @@ class ChatRequest:
     scripted actors use it to pick their reply. ``messages``, when given, is the whole
     conversation in the OpenAI chat format (a tool loop's assistant ``tool_calls`` and
     ``tool`` results) and replaces ``prompt``/``system``; ``tools`` are the functions the model
-    may call, as ``{"type": "function", "function": {"name", "description", "parameters"}}``.
+    may call, as ``{"type": "function", "function": {"name", "description", "parameters"}}``;
+    ``output_schema`` the JSON Schema the answer must meet, sent by providers whose servers
+    enforce one (others leave it to the caller's validation).
     """
 
     prompt: str
@@ -30,6 +47,7 @@ class ChatRequest:
     call_index: int = 0
     messages: tuple[dict[str, Any], ...] | None = None
     tools: tuple[dict[str, Any], ...] | None = None
+    output_schema: OutputSchema | None = None
 
     def __post_init__(self) -> None:
         if not self.timeout_s > 0:

@@ -22,7 +22,7 @@ import openai
 
 from workflows.guarded_http import call_deadline, guarded_client
 
-from .base import ChatRequest, TokenCallback, ToolCallRequest
+from .base import ChatRequest, OutputSchema, TokenCallback, ToolCallRequest
 from .http_calls import (
     TRANSPORT_ERRORS,
     Answer,
@@ -93,6 +93,9 @@ class OpenAICompatibleProvider(HTTPProvider):
             if request.tools:
                 body["tools"] = list(request.tools)
             body.update(request.params)  # none of them reserved (checked in `complete`)
+            if request.output_schema is not None:
+                # After the actor's params: the step's schema wins over a params' format.
+                body["response_format"] = response_format(request.output_schema)
             try:
                 # The SDK's plain POST, not `chat.completions.create`: the body is built here
                 # either way, and the typed method's walk over it (its TypedDicts) cost 1.3 ms
@@ -205,6 +208,14 @@ class OpenAICompatibleProvider(HTTPProvider):
                 "stopped mid-answer: its stream ended without a finish_reason", retryable=True
             )
         return Answer("".join(parts), tokens_in, tokens_out, model)
+
+
+def response_format(output: OutputSchema) -> dict[str, Any]:
+    """Return the chat completions ``response_format`` that asks for the schema."""
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": output.name, "schema": output.schema, "strict": output.strict},
+    }
 
 
 def _chunks(stream: openai.Stream[Any], deadline: float, connect_timeout: float) -> Iterator[Any]:

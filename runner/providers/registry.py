@@ -15,6 +15,9 @@ from .urls import settings_allowlist
 
 ProviderName = Literal["anthropic", "gemini", "ollama", "openai", "scripted"]
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
+# The providers whose servers are sent a step's output schema to enforce (`response_format`);
+# the others' answers are only validated, the schema told to the model in the prompt.
+SCHEMA_PROVIDERS: frozenset[str] = frozenset({"openai", "ollama"})
 
 
 @dataclass(frozen=True)

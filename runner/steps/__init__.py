@@ -17,6 +17,7 @@ from collections.abc import Callable
 from django.utils import timezone
 
 from workflows import engine
+from workflows.engine.output_schema import SchemaCheck
 from workflows.validators import storable
 
 from .. import model_calls
@@ -25,7 +26,7 @@ from ..claims import Claim, StepOutcome
 from ..lease import StepAbandoned
 from ..outages import DATABASE_ERRORS
 from ..status import StepStatus
-from . import classify, decision_tree, given, human, intent, llm, retrieve, tool
+from . import classify, decision_tree, given, human, intent, llm, retrieve, tool, transform
 from .actor_stats import learning
 from .session import Session
 
@@ -44,6 +45,7 @@ EXECUTORS: dict[str, Callable[[Session], StepOutcome]] = {
         retrieve,
         tool,
         intent,
+        transform,
     )
 }
 
@@ -116,6 +118,9 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
         # The variant the visit asks with: a repeat's suffix is added to it again by `next`.
         variant=session.variant,
         transient=transient,
+        schema=SchemaCheck.from_json(outcome.details.get(llm.SCHEMA_DETAILS))
+        if step.output_schema is not None
+        else None,
     )
     decision = engine.decide(
         claim.graph,

@@ -4,17 +4,23 @@ A step with `sources` searches them first (`sources.py`); its prompt shows the h
 with `tools` answers through the tool loop (`tool_loop.py`); its calls are kept in
 `details["tool_calls"]`. Each call to a model is recorded by the session with its purpose
 (the answer, each further validation attempt, the judge); the step's tokens are their sums.
+A step with an `output_schema` answers until an answer meets it (`_structured`); how its
+answers fared is kept in `details["output_schema"]`.
 """
 
 from __future__ import annotations
 
+import json
 import time
 
 from workflows import engine
+from workflows.engine import output_schema
+from workflows.engine.output_schema import SchemaCheck
 
+from .. import actors
 from ..claims import StepOutcome
 from ..model_calls import Purpose
-from ..providers import ProviderError, ProviderTimeoutError
+from ..providers import OutputSchema, ProviderError, ProviderTimeoutError
 from ..status import StepStatus
 from .actor_stats import learning
 from .session import Session, TokenStreamer
@@ -23,6 +29,8 @@ from .tool_calls import ToolCallLog
 from .tool_loop import ToolLoopFailed, run_tool_loop
 
 KIND = "llm"
+# Where the step's details keep how its answers met its output schema.
+SCHEMA_DETAILS = "output_schema"
 
 
 def execute(session: Session) -> StepOutcome:
@@ -45,6 +53,8 @@ def execute(session: Session) -> StepOutcome:
         outcome.actor_name = session.resolve(alias).name
         if step.validation:
             _validate(session, alias, outcome, streamer, log)
+        elif step.output_schema is not None:
+            _structured(session, alias, outcome, streamer)
         else:
             outcome.response = _answer(session, alias, outcome.prompt, streamer, log)
     except ToolLoopFailed as exc:
@@ -168,3 +178,58 @@ def _validate(
             for a in validated.attempts
         ],
     }
+
+
+def _structured(
+    session: Session, alias: str, outcome: StepOutcome, streamer: TokenStreamer
+) -> None:
+    """Answer until an answer meets the step's output schema, or its attempts run out.
+
+    A server that enforces schemas is sent it (`response_format`); any other model is told
+    it at the end of the prompt. Each answer after the first is asked for with the last
+    one's errors as feedback (a `validation` call). The response is the answer's JSON object
+    (its fields become the facts); a step none of whose answers meets the schema fails with
+    their errors, which a `schema_valid` branch reads.
+    """
+    step = session.claim.step
+    schema = dict(step.output_schema or {})
+    enforced = actors.enforces_schema(session.resolve(alias))
+    wire = (
+        OutputSchema(
+            output_schema.wire_name(step.key), schema, output_schema.strict_compatible(schema)
+        )
+        if enforced
+        else None
+    )
+    tries: list[dict[str, object]] = []
+    record: dict[str, object] = {"enforced": enforced, "attempts": tries}
+    outcome.details[SCHEMA_DETAILS] = record
+    value: dict[str, object] | None = None
+    errors: list[str] = []
+    for attempt in range(step.output_schema_attempts):
+        feedback = output_schema.feedback(errors) if errors else None
+        prompt = session.prompt(feedback)
+        if feedback and "{feedback}" not in session.template():
+            prompt += f"\n\n{feedback}"
+        if not enforced:
+            prompt += f"\n\n{output_schema.instruction(schema)}"
+        if attempt == 0:
+            outcome.prompt = prompt
+        answer = session.ask(
+            alias,
+            prompt,
+            purpose=Purpose.ANSWER if attempt == 0 else Purpose.VALIDATION,
+            timeout_s=step.timeout_s,
+            on_token=streamer.add,
+            output_schema=wire,
+        ).text
+        value, errors = output_schema.check_answer(schema, answer)
+        tries.append({"response": answer, "errors": errors})
+        if not errors:
+            break
+    check = SchemaCheck(valid=not errors, errors=tuple(errors), attempts=len(tries))
+    record.update(check.as_json())
+    if errors or value is None:
+        outcome.status, outcome.error = StepStatus.FAILED, check.reason()
+        return
+    outcome.response = json.dumps(value, ensure_ascii=False)

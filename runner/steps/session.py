@@ -20,7 +20,7 @@ from ..claims import TOKEN_PUSH_INTERVAL_S, Claim
 from ..lease import keeper
 from ..model_calls import BudgetExceeded, CallRecord, Purpose
 from ..models import StepRun
-from ..providers import ChatResult, ProviderError, ProviderTimeoutError
+from ..providers import ChatResult, OutputSchema, ProviderError, ProviderTimeoutError
 
 
 class Answers:
@@ -137,8 +137,11 @@ class Session:
         on_token: Any = None,
         messages: tuple[dict[str, Any], ...] | None = None,
         tools: tuple[dict[str, Any], ...] | None = None,
+        output_schema: OutputSchema | None = None,
     ) -> ChatResult:
         """Ask the model of `alias` once; record the call, answered or failed, as `purpose`.
+
+        `output_schema`, when given, is sent to a server that enforces it.
 
         Raise BudgetExceeded before anything is sent (the call is neither made nor counted)
         when it would pass a limit of the run's budget; a failed call is recorded with its
@@ -149,7 +152,9 @@ class Session:
         actor = self.resolve(alias)
         self._check_budget(actor, prompt, messages, tools)
         with self._slot(actor, float(timeout_s or actors.default_timeout(actor))):
-            return self._call(actor, alias, prompt, purpose, timeout_s, on_token, messages, tools)
+            return self._call(
+                actor, alias, prompt, purpose, timeout_s, on_token, messages, tools, output_schema
+            )
 
     @contextmanager
     def _slot(self, actor: actors.ResolvedActor, timeout_s: float) -> Iterator[None]:
@@ -197,6 +202,7 @@ class Session:
         on_token: Any,
         messages: tuple[dict[str, Any], ...] | None,
         tools: tuple[dict[str, Any], ...] | None,
+        output_schema: OutputSchema | None = None,
     ) -> ChatResult:
         started_at, began = timezone.now(), time.monotonic()
         try:
@@ -209,6 +215,7 @@ class Session:
                     on_token=on_token,
                     messages=messages,
                     tools=tools,
+                    output_schema=output_schema,
                 )
                 span.result(result)
         except Exception as exc:

@@ -93,6 +93,8 @@ SUMMARIES = [
     ({"type": "confidence", "operator": "less_than", "value": 0.7}, "confidence < 0.7"),
     ({"type": "validation_passed", "operator": "equals", "value": True}, "validated"),
     ({"type": "validation_passed", "value": False}, "not validated"),
+    ({"type": "schema_valid"}, "schema valid"),
+    ({"type": "schema_valid", "value": False}, "schema invalid"),
     ({"type": "fallback_used"}, "fallback"),
     ({"type": "fallback_used", "value": "false"}, "no fallback"),
     ({"type": "attempts", "operator": "greater_equal", "value": 3}, "attempts ≥ 3"),
@@ -166,6 +168,7 @@ def test_it_lists_every_condition_type_with_its_operators_fields_and_summary() -
         "budget",
         "confidence",
         "validation_passed",
+        "schema_valid",
         "fallback_used",
         "attempts",
         "criteria_met",
@@ -209,6 +212,7 @@ def test_it_lists_the_combinators_step_kinds_and_actions() -> None:
         "retrieve",
         "tool",
         "intent",
+        "transform",
     ]
     for kind in published["steps"]:
         assert kind["label"] and kind["help"]

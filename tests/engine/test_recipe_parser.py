@@ -315,7 +315,7 @@ BAD_DOCUMENTS: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] =
         lambda d: _set(_first(d), kind="robot"),
         [
             "steps[0].kind: unknown step kind 'robot'; expected one of: classify, decision_tree, human, intent, llm, "
-            "retrieve, tool",
+            "retrieve, tool, transform",
         ],
     ),
     (
@@ -369,7 +369,7 @@ BAD_DOCUMENTS: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] =
             "content_type, criteria_met, default, error_severity, execution_error, execution_timeout, "
             "fallback_used, "
             "field_compare, human_decision, length_check, not, or, pattern_match, retrieval, "
-            "route_selected, tool_called, tool_error, tool_result, validation_passed"
+            "route_selected, schema_valid, tool_called, tool_error, tool_result, validation_passed"
         ],
     ),
     (

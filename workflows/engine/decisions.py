@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from workflows.engine.actions import DecisionKind
 from workflows.engine.learner import Choice
+from workflows.engine.output_schema import SchemaCheck
 from workflows.engine.self_check import ValidationSummary
 from workflows.engine.sources import Citation
 
@@ -28,7 +29,8 @@ class StepResult:
     `transient`: the step failed in a way trying again may help (a timeout, a connection
     error, a provider's 429 or 5xx after its own retries): its severity is RETRIABLE.
     `actor` / `variant`: the alias that answered (another than the step's own after a retry
-    or the learner's choice) and the prompt variant it was asked with.
+    or the learner's choice) and the prompt variant it was asked with. `schema`: how its
+    answers met its `output_schema` (None: none was checked), for `schema_valid`.
     """
 
     step_key: str
@@ -49,6 +51,7 @@ class StepResult:
     variant: str = ""
     # Trying again may help (see above): the failure's severity is RETRIABLE.
     transient: bool = False
+    schema: SchemaCheck | None = None
 
 
 # How a finished run ended: the runner's `Outcome` has the same values.

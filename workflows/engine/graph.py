@@ -10,6 +10,7 @@ from workflows.engine.budget import Budget
 from workflows.engine.classification import Route
 from workflows.engine.intent import DEFAULT_MAX_ATTEMPTS as DEFAULT_INTENT_ATTEMPTS
 from workflows.engine.learner import DEFAULT_SETTINGS, LearnerSettings
+from workflows.engine.output_schema import DEFAULT_ATTEMPTS as DEFAULT_SCHEMA_ATTEMPTS
 from workflows.engine.sources import SourceSpec
 from workflows.engine.tools import DEFAULT_MAX_TOOL_CALLS, DEFAULT_MAX_TOOL_SECONDS
 from workflows.engine.vocabulary import DEFAULT_HUMAN_OPTIONS, DEFAULT_MAX_RECLASSIFY
@@ -105,6 +106,12 @@ class StepSpec:
     # retry with another actor) chooses among (empty: every model alias of the recipe)
     variants: tuple[Variant, ...] = ()
     candidates: tuple[str, ...] = ()
+    # llm: the JSON Schema its answer must meet (None: any answer), and how many answers
+    # the model may give before one that does not meet it fails the step (`output_schema.py`)
+    output_schema: Mapping[str, Any] | None = None
+    output_schema_attempts: int = DEFAULT_SCHEMA_ATTEMPTS
+    # transform: each fact it sets, by name, and the JMESPath expression computing it
+    set: Mapping[str, str] = field(default_factory=dict)
     active_branches: tuple[BranchSpec, ...] = field(
         init=False, repr=False, compare=False, default=()
     )

@@ -52,7 +52,9 @@ def _record(step: StepSpec, kind: StepKind, state: RunState, result: StepResult)
     state.enter(step.key)
     response = result.response or result.comment or ""
     # A decision tree only reads the facts: the step after it still sees the same ones.
-    seq = state.record(step.key, response, overlay_facts=kind.overlays_facts)
+    seq = state.record(
+        step.key, response, overlay_facts=kind.overlays_facts, merge_facts=kind.merges_facts
+    )
     if result.hits is not None:
         state.record_hits(seq)
     if result.decision is not None:
@@ -92,6 +94,7 @@ def _context(
         classification_failure=result.classification_failure,
         answer_of=answer_of,
         severity=severity_of(step, result),
+        schema=result.schema,
     )
 
 

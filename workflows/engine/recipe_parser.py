@@ -253,6 +253,9 @@ class _Parser(DocumentReader):
             "max_attempts",
             "variants",
             "candidates",
+            "output_schema",
+            "output_schema_attempts",
+            "set",
         ):
             if doc.get(key) not in (None, [], {}) and key not in kind_fields:
                 self.error(f"{path}.{key}", f"{kind.article} {kind.name} step has no {key}")

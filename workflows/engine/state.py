@@ -96,9 +96,18 @@ class RunState:
         self.repeating = None
         return self.visits[step_key]
 
-    def record(self, step_key: str, response: str, *, overlay_facts: bool = True) -> int:
+    def record(
+        self,
+        step_key: str,
+        response: str,
+        *,
+        overlay_facts: bool = True,
+        merge_facts: bool = False,
+    ) -> int:
         """Count a step's result and refresh the facts from its response; return its seq.
 
+        With `merge_facts`, a JSON object response is laid over the current facts instead
+        of the inputs (a transform step's results add to the facts it read).
         The response itself is not kept: the runner stores it under the returned seq.
         """
         self.step_count += 1
@@ -106,7 +115,8 @@ class RunState:
         self.attempts[step_key] = self.attempts.get(step_key, 0) + 1
         if overlay_facts:
             parsed = json_object(response) if "{" in response else None
-            self.facts = {**self.inputs, **parsed} if parsed else dict(self.inputs)
+            base = self.facts if merge_facts else self.inputs
+            self.facts = {**base, **parsed} if parsed else dict(base)
         return self.step_count
 
     def record_decision(self, step_key: str, decision: str) -> None:

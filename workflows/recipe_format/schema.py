@@ -26,6 +26,7 @@ from workflows.engine.learner import (
     MAX_VARIANT_NAME,
     MAX_VARIANTS,
 )
+from workflows.engine.output_schema import MAX_ATTEMPTS as MAX_SCHEMA_ATTEMPTS
 from workflows.engine.severity import SEVERITIES
 from workflows.engine.sources import (
     DEFAULT_MIN_SCORE,
@@ -43,6 +44,7 @@ from workflows.engine.tools import (
     MAX_MAX_TOOL_SECONDS,
     MAX_TOOLS,
 )
+from workflows.engine.transform import MAX_EXPRESSIONS
 from workflows.engine.vocabulary import FORMAT, INPUT_TYPES
 
 # The names of the format (step kinds, input types) are the engine's: `Literal[names]` spells
@@ -159,6 +161,11 @@ class Step(_Strict):
     )
     # intent
     max_attempts: int | None = Field(None, ge=1, le=MAX_INTENT_ATTEMPTS)
+    # llm: structured output (`workflows/engine/output_schema.py`)
+    output_schema: dict[str, Any] | None = None
+    output_schema_attempts: int | None = Field(None, ge=1, le=MAX_SCHEMA_ATTEMPTS)
+    # transform: fact name -> JMESPath expression (`workflows/engine/transform.py`)
+    set: dict[str, str] | None = Field(None, max_length=MAX_EXPRESSIONS)
 
 
 class Budget(_Strict):

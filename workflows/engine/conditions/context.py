@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from workflows.engine.budget import Spend
 from workflows.engine.content_type import detect_content_type
+from workflows.engine.output_schema import SchemaCheck
 from workflows.engine.regex import MAX_TEXT_CHARS, bounded, encode
 from workflows.engine.scoring import read_score, scale_of
 from workflows.engine.self_check import ValidationSummary
@@ -37,7 +38,8 @@ class EvalContext:
     `validation`: how the step's validation loop ended (None: it ran none).
     `classification_failure`: why a classify step's classifier gave no readable answer
     (None: it did, or the step classified nothing). `severity`: the severity of the step's
-    failure (None: it did not fail; see `severity.py`).
+    failure (None: it did not fail; see `severity.py`). `schema`: how the step's answers met
+    its output schema (None: none was checked).
     """
 
     text: str
@@ -58,6 +60,7 @@ class EvalContext:
     validation: ValidationSummary | None = None
     classification_failure: str | None = None
     severity: str | None = None
+    schema: SchemaCheck | None = None
     # Reads the latest answer of an earlier step (`step_answer`; criteria_met); None: none.
     answer_of: AnswerOf | None = None
     # What conditions other than judge scores ask a judge once per step result (the

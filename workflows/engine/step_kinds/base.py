@@ -39,7 +39,9 @@ class StepKind:
     `read_head` reads, in a first pass over the steps, what any step's branches may refer
     to (a human step's options, a classify step's routes); `read_body` the kind's other
     fields, once every step key is known. `actor_kind`: what the actor a step of the kind
-    must name is (None: it names none); `overlays_facts`: its response, when a JSON object, overlays the run's facts. `article`
+    must name is (None: it names none); `overlays_facts`: its response, when a JSON object,
+    overlays the run's facts; `merges_facts`: onto the facts the step saw, not the inputs
+    (a transform adds facts, where an answer's JSON replaces the previous one's). `article`
     goes before the name in messages ("an llm step"). `next_move`, when set, chooses where
     the run goes before the step's branches are asked (a decision tree's leaf).
     """
@@ -52,6 +54,7 @@ class StepKind:
     read_body: ReadStep = read_nothing
     actor_kind: ActorKind | None = "model"
     overlays_facts: bool = True
+    merges_facts: bool = False
     article: str = "a"
     next_move: NextMove | None = None
 

@@ -9,6 +9,9 @@ from workflows.engine.checks import is_int, is_number
 from workflows.engine.field_spec import FieldSpec
 from workflows.engine.graph import Variant
 from workflows.engine.learner import MAX_VARIANT_NAME, MAX_VARIANTS, SUFFIX_MARK
+from workflows.engine.output_schema import DEFAULT_ATTEMPTS as DEFAULT_SCHEMA_ATTEMPTS
+from workflows.engine.output_schema import MAX_ATTEMPTS as MAX_SCHEMA_ATTEMPTS
+from workflows.engine.output_schema import schema_problems
 from workflows.engine.reading import DocumentReader
 from workflows.engine.step_kinds.base import StepKind
 from workflows.engine.step_kinds.common import (
@@ -38,7 +41,36 @@ def read_body(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> dict
         "validation": _validation(doc, path, reader),
         "variants": _variants(doc, path, reader),
         "candidates": _candidates(doc, path, reader),
+        **_output_schema(doc, path, reader),
     }
+
+
+def _output_schema(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> dict[str, Any]:
+    """Read `output_schema` (checked as JSON Schema) and `output_schema_attempts`."""
+    schema = doc.get("output_schema")
+    attempts = doc.get("output_schema_attempts")
+    if attempts is None:
+        attempts = DEFAULT_SCHEMA_ATTEMPTS
+    elif not is_int(attempts) or not 1 <= attempts <= MAX_SCHEMA_ATTEMPTS:
+        reader.error(
+            f"{path}.output_schema_attempts",
+            f"must be a whole number from 1 to {MAX_SCHEMA_ATTEMPTS}, got {attempts!r}",
+        )
+        attempts = DEFAULT_SCHEMA_ATTEMPTS
+    if schema is None:
+        if doc.get("output_schema_attempts") is not None:
+            reader.error(f"{path}.output_schema_attempts", "is set without an output_schema")
+        return {"output_schema": None, "output_schema_attempts": attempts}
+    where = f"{path}.output_schema"
+    problems = schema_problems(schema)
+    for below, message in problems:
+        reader.error(f"{where}.{below}" if below else where, message)
+    # Each is its own loop of answers asked again: one answer cannot go through both.
+    for other, what in (("validation", "a validation loop"), ("tools", "tools")):
+        if doc.get(other) not in (None, []):
+            reader.error(where, f"a step with {what} has no output_schema (not yet)")
+            problems.append((other, ""))
+    return {"output_schema": None if problems else schema, "output_schema_attempts": attempts}
 
 
 def _variants(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> tuple[Variant, ...]:
@@ -176,6 +208,26 @@ STEP_KIND = StepKind(
             "Fallback text",
             "text",
             help="Replaces the response when no attempt is confident enough.",
+        ),
+        FieldSpec(
+            "output_schema",
+            "Output schema",
+            "text",
+            help=(
+                'JSON Schema ("type": "object") the answer must meet: sent to servers that '
+                "enforce it, checked either way; its fields become facts (see structured "
+                "output)."
+            ),
+        ),
+        FieldSpec(
+            "output_schema_attempts",
+            "Schema attempts",
+            "integer",
+            default=DEFAULT_SCHEMA_ATTEMPTS,
+            help=(
+                f"How many answers (1 to {MAX_SCHEMA_ATTEMPTS}) the model may give, each "
+                "after the last one's errors, before one that misses the schema fails the step."
+            ),
         ),
     ),
     read_body=read_body,

@@ -15,6 +15,7 @@ from workflows.engine.step_kinds import (
     llm,
     retrieve,
     tool,
+    transform,
 )
 from workflows.engine.step_kinds.base import StepKind
 
@@ -26,6 +27,7 @@ KINDS: tuple[StepKind, ...] = (
     retrieve.STEP_KIND,
     tool.STEP_KIND,
     intent.STEP_KIND,
+    transform.STEP_KIND,
 )
 _BY_NAME: dict[str, StepKind] = {kind.name: kind for kind in KINDS}
 KIND_NAMES: tuple[str, ...] = tuple(_BY_NAME)
