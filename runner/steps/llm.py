@@ -202,7 +202,7 @@ def _structured(
         else None
     )
     tries: list[dict[str, object]] = []
-    record: dict[str, object] = {"enforced": enforced, "attempts": tries}
+    record: dict[str, object] = {"enforced": enforced, "answers": tries}
     outcome.details[SCHEMA_DETAILS] = record
     value: dict[str, object] | None = None
     errors: list[str] = []

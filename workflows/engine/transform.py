@@ -1,16 +1,17 @@
 """Transform steps: compute facts from the run's facts, inputs and answers with JMESPath.
 
 A `transform` step's `set` maps fact names to JMESPath expressions (jmespath.org). Each is
-compiled when the recipe is read (`compile_problem`) and evaluated, in order, over one JSON
-view of the run (`run_view`):
+compiled when the recipe is read (`compile_problem`) and evaluated over one JSON view of the
+run (`run_view`):
 
     {**facts, "facts": facts, "inputs": inputs, "steps": {KEY: answer, ...}}
 
 The facts are at the root, so `items[0].name` reads the fact `items`; `facts.NAME` reads a
 fact whatever its name (one called `facts`, `inputs` or `steps` is hidden at the root by the
 view's own keys). `steps.KEY` is step KEY's latest answer: its JSON when the answer is JSON
-(bare or in one fenced block, or an object followed by commentary), else its text. A name
-set by the step is at the root for the expressions after it.
+(bare or in one fenced block, or an object followed by commentary), else its text. Every
+expression of a step reads the view as the step found it (a stored document keeps no key
+order): a result another expression needs is set by an earlier transform step.
 
 JMESPath runs no code: it only selects and reshapes the data (and its functions, such as
 `sum`, `length` or `join`, compute over it). Results must be JSON that every database can
@@ -113,11 +114,11 @@ def run_view(
     }
 
 
-def evaluate(expressions: Mapping[str, str], view: dict[str, Any], path: str) -> dict[str, Any]:
-    """Evaluate each expression in order; return the results by name.
+def evaluate(expressions: Mapping[str, str], view: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """Evaluate each expression over `view`; return the results by name.
 
-    A name set is at the view's root for the expressions after it. Raise TransformError
-    naming `path.set.NAME` for an expression that fails, or whose result is not storable JSON.
+    Raise TransformError naming `path.set.NAME` for an expression that fails, or whose
+    result is not JSON every database can store.
     """
     results: dict[str, Any] = {}
     for name, expression in expressions.items():
@@ -133,7 +134,6 @@ def evaluate(expressions: Mapping[str, str], view: dict[str, Any], path: str) ->
                 where, "the result holds NaN or Infinity, which JSON has not"
             ) from None
         results[name] = value
-        view[name] = value
     size = len(json.dumps(results, ensure_ascii=False))
     if size > MAX_RESULT_CHARS:
         raise TransformError(
