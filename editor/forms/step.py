@@ -11,6 +11,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import ValidationError
 
 from workflows.engine.intent import MAX_ATTEMPTS_LIMIT as MAX_INTENT_ATTEMPTS
+from workflows.engine.output_schema import MAX_ATTEMPTS as MAX_SCHEMA_ATTEMPTS
 from workflows.validators import HUMAN_PREFIX
 
 from ..catalog import kinds_taking, step_kinds
@@ -33,6 +34,9 @@ KIND_FIELDS = (
     "routes",
     "bypass",
     "max_reclassify",
+    "output_schema",
+    "output_schema_attempts",
+    "set",
 )
 # The tools fields: written from the Tools sections (editor/forms/tools.py) for the kinds that
 # hold them, kept as they were when a post has no such section.
@@ -86,6 +90,12 @@ class StepForm(forms.Form):
     routes = PrettyJSONField(required=False, widget=forms.Textarea(attrs={"rows": 8}))
     bypass = forms.BooleanField(required=False, label="Select every route (bypass)")
     max_reclassify = forms.IntegerField(min_value=0, max_value=10, required=False)
+    output_schema = PrettyJSONField(required=False, widget=forms.Textarea(attrs={"rows": 8}))
+    output_schema_attempts = forms.IntegerField(
+        min_value=1, max_value=MAX_SCHEMA_ATTEMPTS, required=False, label="Schema attempts"
+    )
+    # A transform step's `set`: fact name -> JMESPath expression.
+    set = PrettyJSONField(required=False, widget=forms.Textarea(attrs={"rows": 6}))
     # An intent step's `max_attempts`; `max_attempts` above is the validation loop's.
     intent_max_attempts = forms.IntegerField(
         min_value=1, max_value=MAX_INTENT_ATTEMPTS, required=False, label="Attempts"
@@ -107,6 +117,9 @@ class StepForm(forms.Form):
         "bypass": "bypass",
         "max_reclassify": "max_reclassify",
         "max_attempts": "intent_max_attempts",
+        "output_schema": "output_schema",
+        "output_schema_attempts": "output_schema_attempts",
+        "set": "set",
     }
     VALIDATION_PATHS = {
         "threshold": "threshold",
@@ -211,6 +224,9 @@ class StepForm(forms.Form):
             "bypass": bool(step.get("bypass")),
             "max_reclassify": step.get("max_reclassify"),
             "intent_max_attempts": step.get("max_attempts"),
+            "output_schema": step.get("output_schema"),
+            "output_schema_attempts": step.get("output_schema_attempts"),
+            "set": step.get("set"),
         }
 
     def clean_key(self) -> str:
@@ -307,7 +323,8 @@ class StepForm(forms.Form):
                 target = self.VALIDATION_PATHS.get(parts[1])
             else:
                 target = self.FIELD_PATHS.get(head)
-            detail = ".".join(parts[1:]) if head in ("tree", "routes", "leaf_targets") else ""
+            nested = ("tree", "routes", "leaf_targets", "set", "output_schema")
+            detail = ".".join(parts[1:]) if head in nested else ""
             self.add_error(target, f"{detail}: {message}" if detail else message)
         if not self.errors:
             self.result = step
