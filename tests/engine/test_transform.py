@@ -17,11 +17,17 @@ def transform(expressions: object, **fields: Any) -> dict[str, Any]:
 
 
 def test_it_reads_a_transform_step_with_no_actor() -> None:
-    parsed = graph(transform({"total": "sum(items[].price)", "first": "items[0].name"}))
+    expressions = {
+        "total": "sum(items[].price)",
+        "first": "items[0].name",
+        "said": 'steps."ask-me".text',
+        "own": "steps.calc",
+    }
+    parsed = graph(step("ask-me"), transform(expressions))
 
-    [calc] = parsed.steps
+    calc = parsed.step("calc")
     assert (calc.kind, calc.actor) == ("transform", None)
-    assert calc.set == {"total": "sum(items[].price)", "first": "items[0].name"}
+    assert calc.set == expressions
 
 
 BAD_SETS: list[tuple[object, list[str]]] = [
@@ -41,6 +47,10 @@ BAD_SETS: list[tuple[object, list[str]]] = [
     ),
     ({"x": "eval(a)"}, ["steps[0].set.x: unknown function eval()"]),
     ({"x": ""}, ["steps[0].set.x: must be a JMESPath expression (non-empty text)"]),
+    (
+        {"x": "length(steps.ask.items)"},
+        ["steps[0].set.x: there is no step 'ask' (steps.KEY reads its answer)"],
+    ),
     ({"x": 3}, ["steps[0].set.x: must be a JMESPath expression (non-empty text)"]),
     (
         {"9lives": "a"},

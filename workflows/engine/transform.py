@@ -72,6 +72,25 @@ def compile_problem(expression: str) -> str | None:
     return None
 
 
+def steps_named(expression: str) -> set[str]:
+    """Return the step keys a compiled expression reads as `steps.KEY`."""
+    return set(_steps_named(_compiled(expression).parsed))
+
+
+def _steps_named(node: object) -> Iterator[str]:
+    if not isinstance(node, dict):
+        return
+    children = node.get("children") or []
+    if node.get("type") == "subexpression" and len(children) > 1:
+        first, second = children[0], children[1]
+        if first == {"type": "field", "children": [], "value": "steps"} and (
+            isinstance(second, dict) and second.get("type") == "field"
+        ):
+            yield str(second.get("value"))
+    for child in children:
+        yield from _steps_named(child)
+
+
 def _message(exc: JMESPathError) -> str:
     """Return JMESPath's message on one line: its first, with the column it points at."""
     first = str(exc).splitlines()[0].removesuffix(":").removesuffix(", for expression")

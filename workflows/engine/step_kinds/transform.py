@@ -20,6 +20,7 @@ from workflows.engine.transform import (
     MAX_EXPRESSIONS,
     VIEW_KEYS,
     compile_problem,
+    steps_named,
 )
 
 
@@ -47,8 +48,11 @@ def read_body(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> dict
             reader.error(at, "must be a JMESPath expression (non-empty text)")
         else:
             problem = compile_problem(expression)
+            unknown = sorted(steps_named(expression) - set(reader.keys)) if not problem else []
             if problem is not None:
                 reader.error(at, problem)
+            elif unknown:
+                reader.error(at, f"there is no step '{unknown[0]}' (steps.KEY reads its answer)")
             else:
                 checked[name] = expression
     return {"set": checked}
