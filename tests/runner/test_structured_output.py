@@ -165,7 +165,7 @@ def test_the_schema_is_sent_an_invalid_answer_is_asked_again_and_its_fields_beco
 
 
 def test_a_step_no_answer_of_which_meets_the_schema_fails_and_schema_valid_takes_it(
-    owner: Any, served: str, stub_server: StubServer
+    owner: Any, served: str, stub_server: StubServer, client: Any
 ) -> None:
     recipe = order_recipe(owner, served)
     wrong = {"customer": "ada", "items": [{"name": "tea", "price": "4.50"}]}
@@ -189,6 +189,11 @@ def test_a_step_no_answer_of_which_meets_the_schema_fails_and_schema_valid_takes
     assert f"did not match the required JSON Schema: {errors}." in (
         stub_server.chat_requests[1].prompt or ""
     )
+    # The run's page shows each answer with its errors.
+    client.force_login(owner)
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert "Output schema: not met" in page
+    assert "<code>items.0.price: &#x27;4.50&#x27; is not of type &#x27;number&#x27;</code>" in page
 
 
 def test_a_dry_run_script_answers_a_structured_step_told_the_schema_in_its_prompt(
