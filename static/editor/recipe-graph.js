@@ -291,6 +291,7 @@ function uniqueKey(cy, base) {
 const STARTERS = {
   tree: { version: "1.0", tree: { type: "leaf", prompt: "next" } },
   routes: [{ name: "general", instructions: "Any request.", always_active: true }],
+  set: { fact_count: "length(keys(facts))" },
 };
 
 /**
