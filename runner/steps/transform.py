@@ -1,7 +1,7 @@
 """Transform steps: evaluate the step's JMESPath expressions over the run; no actor is asked.
 
 The expressions read the run's JSON view (`workflows.engine.transform.run_view`): the facts,
-the inputs and every step's latest answer, read in one query. The response is the JSON of
+the inputs and the latest answers of the steps they name (`steps.KEY`), read in one query. The response is the JSON of
 what the step set (its results are added to the facts by the engine); an expression that
 fails fails the step, its error naming the expression (`steps[2].set.total: ...`).
 """
@@ -39,8 +39,12 @@ def execute(session: Session) -> StepOutcome:
 
 
 def _answers(session: Session) -> dict[str, str]:
-    """Return the latest answer of each step that has answered, by key (one query)."""
+    """Return the latest answer of each step the expressions read that has answered, by key
+    (one query; every step's when an expression may read any)."""
     latest = session.claim.state.latest_seq
+    wanted = transform.steps_read(session.claim.step.set)
+    if wanted is not None:
+        latest = {key: seq for key, seq in latest.items() if key in wanted}
     by_seq = dict(
         StepRun.objects.filter(run_id=session.claim.run_id, seq__in=latest.values()).values_list(
             "seq", "response"

@@ -9,7 +9,13 @@ import pytest
 
 from tests.engine.builders import graph, recipe, step
 from workflows.engine import RecipeInvalid, RunState, StepResult, decide, parse_recipe
-from workflows.engine.transform import TransformError, answer_value, evaluate, run_view
+from workflows.engine.transform import (
+    TransformError,
+    answer_value,
+    evaluate,
+    run_view,
+    steps_read,
+)
 
 
 def transform(expressions: object, **fields: Any) -> dict[str, Any]:
@@ -181,3 +187,23 @@ def test_its_results_are_added_to_the_facts_the_step_saw() -> None:
     # The step after answers text: the facts are the inputs again, as after any answer.
     decide(parsed, state, StepResult("after", response="Done."))
     assert state.facts == {"topic": "owls"}
+
+
+@pytest.mark.parametrize(
+    ("expressions", "read"),
+    [
+        ({"a": "items[0]", "b": "inputs.topic"}, frozenset()),
+        ({"a": "steps.ask.items[0].name", "b": 'length(steps."check-it")'}, {"ask", "check-it"}),
+        ({"a": "steps.ask.steps", "b": "items[].steps.x", "c": "facts.steps"}, {"ask"}),
+        ({"a": "max_by(steps.ask.owls, &steps)", "b": "items[?steps.x > `1`]"}, {"ask"}),
+        ({"a": "[steps.ask, {b: steps.tell}] | [0]"}, {"ask", "tell"}),
+        ({"a": "steps.ask", "b": "keys(steps)"}, None),
+        ({"a": "steps.*.total"}, None),
+        ({"a": "steps[0]"}, None),
+        ({"a": "steps"}, None),
+    ],
+)
+def test_it_tells_which_steps_answers_the_expressions_read(
+    expressions: dict[str, str], read: frozenset[str] | None
+) -> None:
+    assert steps_read(expressions) == read

@@ -72,23 +72,49 @@ def compile_problem(expression: str) -> str | None:
     return None
 
 
+_STEPS = {"type": "field", "children": [], "value": "steps"}
+# Nodes whose first child is evaluated where the node is, the others on its result.
+_CHAINS = frozenset(
+    {"subexpression", "index_expression", "projection", "value_projection", "filter_projection",
+     "pipe"}
+)  # fmt: skip
+
+
 def steps_named(expression: str) -> set[str]:
     """Return the step keys a compiled expression reads as `steps.KEY`."""
-    return set(_steps_named(_compiled(expression).parsed))
+    names: set[str] = set()
+    _reads_steps(_compiled(expression).parsed, names)
+    return names
 
 
-def _steps_named(node: object) -> Iterator[str]:
-    if not isinstance(node, dict):
-        return
+def steps_read(expressions: Mapping[str, str]) -> frozenset[str] | None:
+    """Return the keys of the steps whose answers the expressions read, as `steps.KEY`;
+    None when one may read any step's (`keys(steps)`, `steps.*`)."""
+    names: set[str] = set()
+    reads_any = [_reads_steps(_compiled(e).parsed, names) for e in expressions.values()]
+    return None if any(reads_any) else frozenset(names)
+
+
+def _reads_steps(node: object, names: set[str], at_root: bool = True) -> bool:
+    """Add the keys `node` reads as `steps.KEY` of the view to `names`; tell whether it
+    reads the view's `steps` any other way. `at_root`: `node` is evaluated on the view (not
+    on a value found in it, as `items[].steps` is)."""
+    if not isinstance(node, dict) or not at_root:
+        return False
     children = node.get("children") or []
-    if node.get("type") == "subexpression" and len(children) > 1:
-        first, second = children[0], children[1]
-        if first == {"type": "field", "children": [], "value": "steps"} and (
-            isinstance(second, dict) and second.get("type") == "field"
-        ):
-            yield str(second.get("value"))
-    for child in children:
-        yield from _steps_named(child)
+    kind = node.get("type")
+    if kind in _CHAINS and children:
+        first, rest = children[0], children[1:]
+        key = rest[0] if rest else {}
+        if kind == "subexpression" and first == _STEPS and key.get("type") == "field":
+            names.add(str(key.get("value")))
+            return False
+        return _reads_steps(first, names)
+    if kind == "expref":  # `&weight`: evaluated on each item a function is given
+        return False
+    if node == _STEPS:
+        return True
+    return any([_reads_steps(child, names) for child in children])
 
 
 def _message(exc: JMESPathError) -> str:
