@@ -1,11 +1,12 @@
-"""The branching engine: pure Python (stdlib and RE2), with no Django import.
+"""The branching engine: pure Python (stdlib, RE2, JMESPath, jsonschema), with no Django import.
 
 It parses recipes (format v1) into graphs (`recipe_parser`), evaluates branch conditions
 (`conditions/`, one module per condition type), renders templates, walks decision trees,
 classifies against routes (`classification`), runs the validation loop (`self_check`) and
 decides where a run goes after each step (`next_step`), a failed step included; it reads a
 step's data sources and numbers their hits as citations (`sources`), and a step's tools and
-the calls it made to them (`tools`). Step kinds are
+the calls it made to them (`tools`); it evaluates transform steps' JMESPath (`transform`) and
+checks structured answers against their JSON Schema (`output_schema`). Step kinds are
 in `step_kinds/`; `catalog()` publishes both registries for the editor. The runner and the
 recipe apps translate its errors at their edge.
 """
