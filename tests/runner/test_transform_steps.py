@@ -16,7 +16,8 @@ from tests.runner.conftest import wait_for
 from tests.runner.recipes import DEFAULT, branch, publish_document, steps
 from workflows.models import Recipe
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Settled: no worker is still writing a run when the test's database is flushed.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("runs_settled")]
 
 FAILED = {"type": "execution_error", "operator": "equals", "value": True}
 MANY = {"type": "field_compare", "operator": "greater_equal", "field": "count", "value": 3}
