@@ -30,6 +30,13 @@ STEP_CONFIG_FIELDS = (
     "max_attempts",
     "variants",
     "candidates",
+    "method",
+    "url",
+    "headers",
+    "query",
+    "body",
+    "secret_env",
+    "retries",
 )
 
 

@@ -92,6 +92,7 @@ def _context(
         classification_failure=result.classification_failure,
         answer_of=answer_of,
         severity=severity_of(step, result),
+        http_status=result.http_status,
     )
 
 

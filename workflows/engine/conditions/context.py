@@ -37,7 +37,8 @@ class EvalContext:
     `validation`: how the step's validation loop ended (None: it ran none).
     `classification_failure`: why a classify step's classifier gave no readable answer
     (None: it did, or the step classified nothing). `severity`: the severity of the step's
-    failure (None: it did not fail; see `severity.py`).
+    failure (None: it did not fail; see `severity.py`). `http_status`: the status an http
+    step's response came with (None: no response, or not an http step).
     """
 
     text: str
@@ -58,6 +59,7 @@ class EvalContext:
     validation: ValidationSummary | None = None
     classification_failure: str | None = None
     severity: str | None = None
+    http_status: int | None = None
     # Reads the latest answer of an earlier step (`step_answer`; criteria_met); None: none.
     answer_of: AnswerOf | None = None
     # What conditions other than judge scores ask a judge once per step result (the
