@@ -25,7 +25,7 @@ from ..claims import Claim, StepOutcome
 from ..lease import StepAbandoned
 from ..outages import DATABASE_ERRORS
 from ..status import StepStatus
-from . import classify, decision_tree, given, human, intent, llm, retrieve, tool
+from . import classify, decision_tree, given, http, human, intent, llm, retrieve, tool
 from .actor_stats import learning
 from .session import Session
 
@@ -44,6 +44,7 @@ EXECUTORS: dict[str, Callable[[Session], StepOutcome]] = {
         retrieve,
         tool,
         intent,
+        http,
     )
 }
 
@@ -116,6 +117,7 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
         # The variant the visit asks with: a repeat's suffix is added to it again by `next`.
         variant=session.variant,
         transient=transient,
+        http_status=http.http_status(outcome) if step.kind == http.KIND else None,
     )
     decision = engine.decide(
         claim.graph,
