@@ -206,6 +206,8 @@ def _render(session: Session, step: engine.StepSpec, secrets: Mapping[str, str])
         if any((ord(c) < 32 and c != "\t") or ord(c) == 127 for c in value):
             # The HTTP client would refuse it with the value in its message.
             raise _Failed(f"headers.{name}: its value holds a control character", retryable=False)
+        if not value.isascii():
+            raise _Failed(f"headers.{name}: its value is not ASCII text", retryable=False)
         headers[name] = value
         if any(secret_reference(n) is not None for n in template_names(template)):
             secret_headers.add(name.lower())

@@ -350,6 +350,7 @@ def test_a_secret_is_sent_but_never_stored_shown_or_exported(
         client.get(f"/api/runs/{done.pk}/").content.decode(),
         client.get(f"/api/runs/{done.pk}/events").content.decode(),
         client.get(f"/api/recipes/{recipe.slug}/export").content.decode(),
+        client.get(f"/runs/{done.pk}/").content.decode(),
     ]
     stored = [
         json.dumps(list(StepRun.objects.filter(run=done).values()), default=str),
@@ -359,6 +360,9 @@ def test_a_secret_is_sent_but_never_stored_shown_or_exported(
     for text in shown + stored:
         assert SECRET not in text
     assert "HTTP_TEST_TOKEN" in shown[2]  # the export names the env var, not its value
+    # The monitor shows the request as it was recorded.
+    assert f"GET {server.url('/echo?key=***')}" in shown[3]
+    assert "Authorization: Bearer ***" in shown[3]
 
 
 def test_a_missing_secret_env_var_fails_the_step_naming_it(
@@ -381,6 +385,18 @@ def test_a_missing_secret_env_var_fails_the_step_naming_it(
 
     assert done.status == "failed"
     assert steps(done)["auth"].error == "secret_env: env var HTTP_TEST_ABSENT is not set"
+    assert server.requests == []
+
+
+def test_a_header_value_that_cannot_be_sent_fails_the_step_naming_the_header(
+    owner: Any, server: HttpTestServer
+) -> None:
+    recipe = publish(owner, [http_step("fetch", server.url("/json"), headers={"X-Item": "{item}"})])
+
+    done = drive(services.run_start(user=owner, recipe=recipe, inputs={"item": "café"}))
+
+    assert done.status == "failed"
+    assert steps(done)["fetch"].error == "headers.X-Item: its value is not ASCII text"
     assert server.requests == []
 
 
