@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from runner import services
+from runner import reruns, services
 from runner.inputs import InputsInvalid
 from runner.models import Run, RunEvent, StepRun
 from tests.factories import UserFactory
@@ -449,3 +449,25 @@ def test_a_script_for_a_step_that_is_not_an_http_step_is_refused(owner: Any) -> 
         "script.http.nope: no step 'nope' of this recipe is an http step",
         "script.http.fetch[0].status: must be a status from 100 to 599, got 42",
     ]
+
+
+def test_a_fork_goes_on_in_the_scripts_http_answers_where_its_parent_was(owner: Any) -> None:
+    again = {"type": "pattern_match", "operator": "contains", "value": "again"}
+    recipe = publish(
+        owner,
+        [
+            http_step(
+                "poll",
+                "https://api.example.com/status",
+                branches=[branch("again", 1, again, "@repeat", params={"max_retries": 1})],
+            )
+        ],
+    )
+    parent = run(owner, recipe, script={"http.poll": ["ask again", "ready"]})
+    assert [s.response for s in parent.steps.order_by("seq")] == ["ask again", "ready"]
+
+    fork = drive(reruns.run_fork(user=owner, run=parent, at_seq=2))
+
+    assert fork.status == "succeeded", fork.error
+    # The parent's first request had taken the script's first answer: the fork's is the second.
+    assert fork.steps.get(seq=2).response == "ready"
