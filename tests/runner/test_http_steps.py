@@ -471,3 +471,32 @@ def test_a_fork_goes_on_in_the_scripts_http_answers_where_its_parent_was(owner: 
     assert fork.status == "succeeded", fork.error
     # The parent's first request had taken the script's first answer: the fork's is the second.
     assert fork.steps.get(seq=2).response == "ready"
+
+
+def test_a_redirect_to_another_allowed_origin_is_followed_without_the_secret_headers(
+    owner: Any, server: HttpTestServer, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_TEST_TOKEN", SECRET)
+    with HttpTestServer() as other:
+        settings.PROVIDER_URL_ALLOWLIST = [server.address, other.address]
+        target = other.url("/echo")
+        recipe = publish(
+            owner,
+            [
+                http_step(
+                    "hop",
+                    server.url(f"/redirect?to={target}"),
+                    headers={"X-Token": "{secrets.HTTP_TEST_TOKEN}", "X-Item": "{item}"},
+                    secret_env=["HTTP_TEST_TOKEN"],
+                )
+            ],
+        )
+
+        done = run(owner, recipe)
+
+        assert done.status == "succeeded", done.error
+        first, followed = server.received("/redirect")[0], other.received("/echo")[0]
+        assert first.headers["X-Token"] == SECRET
+        assert "X-Token" not in followed.headers
+        assert followed.headers["X-Item"] == "lamp"
+        assert steps(done)["hop"].details["http"]["redirects"] == [target]
