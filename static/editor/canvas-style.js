@@ -22,6 +22,7 @@ const ICONS = {
   intent: '<circle cx="12" cy="12" r="9"/><circle cx="12" cy="12" r="5"/><circle cx="12" cy="12" r="1.2"/>',
   retrieve: '<circle cx="10" cy="10" r="6"/><path d="M14.5 14.5L21 21"/>',
   tool: '<path d="M8 3C5 3 5 5 5 8s-2 4-2 4 2 1 2 4 0 5 3 5M16 3c3 0 3 2 3 5s2 4 2 4-2 1-2 4 0 5-3 5"/>',
+  http: '<circle cx="12" cy="12" r="9"/><path d="M3 12h18M12 3c2.5 2.5 3.8 5.5 3.8 9s-1.3 6.5-3.8 9M12 3c-2.5 2.5-3.8 5.5-3.8 9s1.3 6.5 3.8 9"/>',
 };
 
 /*
@@ -39,6 +40,7 @@ const PALETTES = {
       intent: { bg: "#fdf2fa", line: "#c11574" },
       retrieve: { bg: "#f0f9ff", line: "#0086c9" },
       tool: { bg: "#f9fafb", line: "#475467" },
+      http: { bg: "#f0fdf9", line: "#0e9384" },
     },
     node: "#ffffff", nodeLine: "#98a2b3", text: "#1d2330",
     edge: "#98a2b3", edgeText: "#344054", labelBg: "#ffffff",
@@ -60,6 +62,7 @@ const PALETTES = {
       intent: { bg: "#3d1230", line: "#f27ac0" },
       retrieve: { bg: "#0b2c40", line: "#5cc1f5" },
       tool: { bg: "#1f2633", line: "#b0b9c8" },
+      http: { bg: "#0a3330", line: "#3ccbb4" },
     },
     node: "#171d2b", nodeLine: "#5d6b82", text: "#e6e9ef",
     edge: "#7d8aa0", edgeText: "#cfd4dc", labelBg: "#0b1019",

@@ -50,6 +50,8 @@ def test_an_author_adds_an_http_step_from_the_palette_and_test_runs_it(
     assert step["kind"] == "http"
     assert step["url"] == http_server.url("/json")
     assert step["query"] == {"page": "1"}
+    label = page.evaluate("branchline.nodeByKey('fetch').data('label')")
+    assert label == "Fetch\nHTTP request · GET"
 
     page.click("#tab-testrun")
     click_settled(page, "#panel-testrun button.primary")
