@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from editor.forms.document import DocumentContext
 from editor.forms.step import StepForm
+from runner.models import Run
 from workflows.models import Recipe
 
 from .conftest import draft, htmx_post, story_document
@@ -104,3 +105,52 @@ def test_the_panel_and_palette_offer_the_http_kind(story: Recipe, web: Client) -
     assert 'name="http-url"' in panel
     page = web.get(reverse("recipe-editor", args=[story.slug])).content.decode()
     assert 'data-add-step="http"' in page
+
+
+@pytest.fixture
+def fetching(author: Any, story_actors: None) -> Recipe:
+    """The story recipe, published, with an http step first."""
+    from workflows.services import recipe_import, recipe_publish
+
+    recipe = recipe_import(user=author, data=http_document()).recipe
+    recipe_publish(recipe=recipe, user=author)
+    return recipe
+
+
+def test_a_test_run_takes_the_http_steps_answers_from_the_script(
+    web: Client, fetching: Recipe
+) -> None:
+    page = web.get("/recipes/story/run/").content.decode()
+    assert 'name="script_http.fetch"' in page
+
+    response = htmx_post(
+        web,
+        reverse("recipe-testrun", args=[fetching.slug]),
+        None,
+        start="1",
+        input_topic="owls",
+        **{"script_http.fetch": '[{"status": 201, "body": {"id": 7}}]'},
+    )
+
+    assert response.status_code == 200
+    assert response.context["form"].errors == {}
+    assert Run.objects.get().script["http.fetch"] == [
+        {"status": 201, "body": '{"id": 7}', "headers": {}}
+    ]
+
+
+def test_a_bad_scripted_http_answer_is_shown_on_its_field(web: Client, fetching: Recipe) -> None:
+    response = htmx_post(
+        web,
+        reverse("recipe-testrun", args=[fetching.slug]),
+        None,
+        start="1",
+        input_topic="owls",
+        **{"script_http.fetch": '[{"status": 42}]'},
+    )
+
+    errors = response.context["form"].errors
+    assert errors["script_http.fetch"] == [
+        "script.http.fetch[0].status: must be a status from 100 to 599, got 42"
+    ]
+    assert not Run.objects.exists()
