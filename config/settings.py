@@ -399,6 +399,11 @@ MCP_STDIO_COMMANDS: dict[str, list[str]] = {
 TOOL_RESULT_MAX_CHARS = env.int("TOOL_RESULT_MAX_CHARS", default=100_000)
 if TOOL_RESULT_MAX_CHARS < 1:
     raise ImproperlyConfigured("TOOL_RESULT_MAX_CHARS is a number of characters, at least 1")
+# An http step's response body is read up to this many bytes; a larger one fails the step
+# (nothing of it is stored). Its URL passes the SSRF guard of PROVIDER_URL_ALLOWLIST.
+HTTP_STEP_MAX_RESPONSE_BYTES = env.int("HTTP_STEP_MAX_RESPONSE_BYTES", default=1024 * 1024)
+if HTTP_STEP_MAX_RESPONSE_BYTES < 1:
+    raise ImproperlyConfigured("HTTP_STEP_MAX_RESPONSE_BYTES is a number of bytes, at least 1")
 
 # Runs: bounded loops, leases and the periodic duties (see runner/advance.py).
 RUN_MAX_STEPS = env.int("RUN_MAX_STEPS", default=100)

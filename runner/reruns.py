@@ -297,6 +297,7 @@ def _recorded(step: StepRun) -> RecordedStep:
         timed_out=step.status == StepStatus.TIMED_OUT,
         transient=bool(step.details.get(TRANSIENT)),
         classification_failure=step.details.get(classify.FAILURE) or None,
+        http_status=(step.details.get("http") or {}).get("status"),
     )
     taken = next((e.branch for e in step.evaluations.all() if e.taken), None)
     return RecordedStep(result, taken=taken, actor=step.actor_alias or None)
@@ -319,6 +320,10 @@ def _calls_before(run: Run, at_seq: int, history: list[StepRun]) -> dict[str, in
         for call in step.details.get("tool_calls") or []:
             if isinstance(call, dict) and call.get("scripted"):
                 counts[tool_calls.script_key(str(call.get("tool", "")))] += 1
+        http_record = step.details.get("http")
+        if isinstance(http_record, dict) and http_record.get("scripted"):
+            attempts = http_record.get("attempts")
+            counts[engine.http_script_key(step.step_key)] += len(attempts or [])
     return dict(counts)
 
 

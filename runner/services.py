@@ -40,7 +40,8 @@ def check_script(script: object, graph: engine.RecipeGraph) -> dict[str, Any] | 
     `sources.STEPKEY` gives the hits of a step with sources, per execution, instead of its
     searches: `[[{"document", "text", "score", "heading"?}, ...], ...]`. `tool.SERVER.TOOL`
     answers the calls of a tool the recipe's steps call, in order (text or JSON; `@error: why`
-    fails a call), instead of its server.
+    fails a call), instead of its server. `http.STEPKEY` answers an http step's requests, in
+    order: text (a 200 with that body) or `{"status", "body", "headers"?}`.
     """
     if script is None:
         return None
@@ -67,6 +68,15 @@ def check_script(script: object, graph: engine.RecipeGraph) -> dict[str, Any] | 
             tool_answers, problems = engine.read_script_tool(answers, f"script.{alias}")
             errors += problems
             checked[alias] = tool_answers
+            continue
+        if alias not in aliases and alias.startswith(engine.HTTP_SCRIPT_PREFIX):
+            key = alias.removeprefix(engine.HTTP_SCRIPT_PREFIX)
+            if not graph.has_step(key) or graph.step(key).kind != "http":
+                errors.append(f"script.{alias}: no step '{key}' of this recipe is an http step")
+                continue
+            http_answers, problems = engine.read_script_http(answers, f"script.{alias}")
+            errors += problems
+            checked[alias] = http_answers
             continue
         if alias not in aliases:
             errors.append(

@@ -33,6 +33,13 @@ STEP_CONFIG_FIELDS = (
     "output_schema",
     "output_schema_attempts",
     "set",
+    "method",
+    "url",
+    "headers",
+    "query",
+    "body",
+    "secret_env",
+    "retries",
 )
 
 

@@ -19,6 +19,9 @@ from ..selectors import actor_choices, document_errors, human_references
 from .builders import BUILDER, RoutesBuilder, TreeBuilder, read_routes, read_tree, route_targets
 from .document import DocumentContext, errors_under
 from .fields import PrettyJSONField, normalise_newlines
+from .http import FIELDS as HTTP_FIELDS
+from .http import POSTED as HTTP_POSTED
+from .http import HttpForm
 from .sources import PREFIX as SOURCES_PREFIX
 from .sources import BaseSourceFormSet, sources_formset
 from .tools import ToolSections
@@ -146,6 +149,8 @@ class StepForm(forms.Form):
             data if self.sources_posted else None, sources=self.original.get("sources"), user=user
         )
         self.tools = ToolSections(data, step=self.original)
+        self.http_posted = data is not None and HTTP_POSTED in data
+        self.http = HttpForm(data if self.http_posted else None, step=self.original)
         if not args or args[0] is None:
             kwargs.setdefault(
                 "initial", {**self.initial_from(self.original), "sequence": index + 1}
@@ -154,7 +159,7 @@ class StepForm(forms.Form):
         self.fields["kind"].choices = [(k["kind"], k["label"]) for k in step_kinds()]
         self.kind_only = {
             name: " ".join(kinds_taking(name))
-            for name in (*KIND_FIELDS, "sources", "tools", "arguments")
+            for name in (*KIND_FIELDS, "sources", "tools", "arguments", "url")
         }
         self.kind_only["intent_max_attempts"] = " ".join(kinds_taking("max_attempts"))
         self.fields["sequence"] = forms.IntegerField(
@@ -275,6 +280,9 @@ class StepForm(forms.Form):
             if self._takes("arguments", data["kind"]) and not self.tools.tool_valid():
                 self.add_error(None, "The tool or an argument is not right: see Tool call.")
                 return data
+        if self.http_posted and self._takes("url", data["kind"]) and not self.http.is_valid():
+            self.add_error(None, "A request setting is not right: see Request.")
+            return data
         if self.data.get("tree_mode") == BUILDER and self._takes("tree", data["kind"]):
             data["tree"], data["leaf_targets"] = read_tree(
                 self.data, data.get("tree"), data.get("leaf_targets")
@@ -318,6 +326,12 @@ class StepForm(forms.Form):
                 continue
             if head in (*LLM_TOOL_FIELDS, *TOOL_STEP_FIELDS):
                 self._add_tool_error(parts, message)
+                continue
+            if head in HTTP_FIELDS:
+                where = ".".join(parts)
+                self.add_error(None, f"{where}: {message}")
+                if self.http_posted:
+                    self.http.add_error(head, message)
                 continue
             if head == "validation" and len(parts) > 1:
                 target = self.VALIDATION_PATHS.get(parts[1])
@@ -388,6 +402,7 @@ class StepForm(forms.Form):
                 "sources",
                 *LLM_TOOL_FIELDS,
                 *TOOL_STEP_FIELDS,
+                *HTTP_FIELDS,
             )
         }
         step.update({"key": data["key"], "name": data["name"], "kind": data["kind"]})
@@ -419,6 +434,11 @@ class StepForm(forms.Form):
             if sources:
                 step["sources"] = sources
         self._write_tools(step, data["kind"])
+        if self._takes("url", data["kind"]):
+            if self.http_posted:
+                self.http.write(step)
+            else:
+                step.update({k: original[k] for k in HTTP_FIELDS if k in original})
         for name in KIND_FIELDS:
             if data["kind"] not in self.kind_only[name].split():
                 continue

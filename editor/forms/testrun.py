@@ -17,6 +17,8 @@ SCRIPT_SEPARATOR = re.compile(r"^\s*---\s*$", re.MULTILINE)
 SCRIPT_HITS = "sources."
 # A script's answers of a tool (`tool.SERVER.TOOL`), given instead of calling its server.
 SCRIPT_TOOL = "tool."
+# A script's answers of an http step (`http.STEPKEY`), given instead of sending its request.
+SCRIPT_HTTP = "http."
 _HITS_ERROR = re.compile(r"sources\.([A-Za-z0-9][A-Za-z0-9_-]*)")
 
 
@@ -167,6 +169,22 @@ class TestRunForm(forms.Form):
                 "blocks separated by a line of ---; the last repeats; '@error: why' fails "
                 "the call. Empty: call the tool's server.",
             )
+        # Http steps: answers to give instead of sending their requests.
+        self.requests = [
+            step["key"]
+            for step in steps
+            if isinstance(step, dict)
+            and step.get("kind") == "http"
+            and isinstance(step.get("key"), str)
+        ]
+        for key in self.requests:
+            self.fields[f"script_{SCRIPT_HTTP}{key}"] = StorableJSONField(
+                required=False,
+                label=f"Answers of {key}, JSON (instead of sending the request)",
+                widget=forms.Textarea(attrs={"rows": 2}),
+                help_text='A list of answers, one per request: {"status": 200, "body": ...} or '
+                'text; "@error: why" fails the request; the last repeats. Empty: send it.',
+            )
 
     @property
     def input_fields(self) -> list[forms.BoundField]:
@@ -176,6 +194,7 @@ class TestRunForm(forms.Form):
     def script_fields(self) -> list[forms.BoundField]:
         names = [a for a, _ in self.aliases] + [f"{SCRIPT_HITS}{k}" for k in self.searching]
         names += [f"{SCRIPT_TOOL}{t}" for t in self.tools]
+        names += [f"{SCRIPT_HTTP}{k}" for k in self.requests]
         return [self[f"script_{name}"] for name in names]
 
     def inputs(self) -> dict[str, Any]:
@@ -200,6 +219,10 @@ class TestRunForm(forms.Form):
             answers = split_answers(self.cleaned_data.get(f"script_{SCRIPT_TOOL}{tool}") or "")
             if answers:
                 script[f"{SCRIPT_TOOL}{tool}"] = answers
+        for key in self.requests:
+            answered = self.cleaned_data.get(f"script_{SCRIPT_HTTP}{key}")
+            if answered not in (None, "", []):
+                script[f"{SCRIPT_HTTP}{key}"] = answered  # run_start checks them
         return script
 
     def add_run_errors(self, errors: list[str]) -> None:
@@ -208,7 +231,7 @@ class TestRunForm(forms.Form):
             head, _, name = path.partition(".")
             if head == "script" and (hits := _HITS_ERROR.match(name)):
                 name, message = hits.group(0), f"{path}: {message}"
-            elif head == "script" and name.startswith(SCRIPT_TOOL) and "[" in name:
+            elif head == "script" and name.startswith((SCRIPT_TOOL, SCRIPT_HTTP)) and "[" in name:
                 name, message = name.partition("[")[0], f"{path}: {message}"
             field = {"inputs": f"input_{name}", "script": f"script_{name}"}.get(head)
             self.add_error(field if field in self.fields else None, message or error)

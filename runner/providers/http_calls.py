@@ -340,8 +340,10 @@ def causes(exc: BaseException) -> Iterator[BaseException]:
         current = current.__cause__ or current.__context__
 
 
-def retry_after_header(headers: Mapping[str, str]) -> float | None:
-    """Return the wait the server asked for, in seconds, capped at MAX_RETRY_AFTER_S."""
+def retry_after_header(
+    headers: Mapping[str, str], *, limit: float | None = MAX_RETRY_AFTER_S
+) -> float | None:
+    """Return the wait the server asked for, in seconds, capped at `limit` (None: as asked)."""
     seconds: float | None = None
     try:
         if "retry-after-ms" in headers:
@@ -355,14 +357,15 @@ def retry_after_header(headers: Mapping[str, str]) -> float | None:
                 seconds = when.timestamp() - time.time()
     except (ValueError, TypeError, OverflowError):
         return None
-    return capped_wait(seconds)
+    return capped_wait(seconds, limit)
 
 
-def capped_wait(seconds: float | None) -> float | None:
-    """Return a wait a server asked for, within 0 and MAX_RETRY_AFTER_S (None: no wait)."""
+def capped_wait(seconds: float | None, limit: float | None = MAX_RETRY_AFTER_S) -> float | None:
+    """Return a wait a server asked for, within 0 and `limit` (None: no wait)."""
     if seconds is None or seconds != seconds:  # NaN
         return None
-    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
+    seconds = max(seconds, 0.0)
+    return seconds if limit is None else min(seconds, limit)
 
 
 def field(obj: object, name: str) -> Any:

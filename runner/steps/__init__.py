@@ -26,7 +26,7 @@ from ..claims import Claim, StepOutcome
 from ..lease import StepAbandoned
 from ..outages import DATABASE_ERRORS
 from ..status import StepStatus
-from . import classify, decision_tree, given, human, intent, llm, retrieve, tool, transform
+from . import classify, decision_tree, given, http, human, intent, llm, retrieve, tool, transform
 from .actor_stats import learning
 from .session import Session
 
@@ -46,6 +46,7 @@ EXECUTORS: dict[str, Callable[[Session], StepOutcome]] = {
         tool,
         intent,
         transform,
+        http,
     )
 }
 
@@ -121,6 +122,7 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
         schema=SchemaCheck.from_json(outcome.details.get(llm.SCHEMA_DETAILS))
         if step.output_schema is not None
         else None,
+        http_status=http.http_status(outcome) if step.kind == http.KIND else None,
     )
     decision = engine.decide(
         claim.graph,

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections import ChainMap
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
@@ -296,18 +297,27 @@ class Session:
             self.budget_stop = reason
             raise BudgetExceeded(reason)
 
-    def render(self, template: str, feedback: str | None = None) -> str:
+    def render(
+        self,
+        template: str,
+        feedback: str | None = None,
+        *,
+        secrets: Mapping[str, str] | None = None,
+    ) -> str:
         """Render one of the step's templates; raise TemplateError naming a bad name.
 
         `{feedback}` is `feedback` (the validation loop's), else the failure a later step
         sent back to this one (an error severity of RECLASSIFICATION or REPLANNING), else "".
+        `secrets` gives the `{secrets.NAME}` an http step's templates name, by NAME.
         """
         claim = self.claim
         if feedback is None:
             feedback = claim.next.get("feedback")
-        context = claim.state.template_context(
+        context: Mapping[str, object] = claim.state.template_context(
             claim.step.key, self.answers, feedback, hits=self.stored_hits, own_hits=self.hits
         )
+        if secrets:
+            context = ChainMap({f"secrets.{k}": v for k, v in secrets.items()}, context)
         return engine.render(template, context)
 
     def template(self) -> str:

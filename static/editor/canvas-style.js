@@ -23,6 +23,7 @@ const ICONS = {
   retrieve: '<circle cx="10" cy="10" r="6"/><path d="M14.5 14.5L21 21"/>',
   tool: '<path d="M8 3C5 3 5 5 5 8s-2 4-2 4 2 1 2 4 0 5 3 5M16 3c3 0 3 2 3 5s2 4 2 4-2 1-2 4 0 5-3 5"/>',
   transform: '<path d="M4 7h13l-3-3M20 17H7l3 3"/>',
+  http: '<circle cx="12" cy="12" r="9"/><path d="M3 12h18M12 3c2.5 2.5 3.8 5.5 3.8 9s-1.3 6.5-3.8 9M12 3c-2.5 2.5-3.8 5.5-3.8 9s1.3 6.5 3.8 9"/>',
 };
 
 /*
@@ -41,6 +42,7 @@ const PALETTES = {
       retrieve: { bg: "#f0f9ff", line: "#0086c9" },
       tool: { bg: "#f9fafb", line: "#475467" },
       transform: { bg: "#f0fdf9", line: "#0e9384" },
+      http: { bg: "#f5fbee", line: "#4f7a21" },
     },
     node: "#ffffff", nodeLine: "#98a2b3", text: "#1d2330",
     edge: "#98a2b3", edgeText: "#344054", labelBg: "#ffffff",
@@ -63,6 +65,7 @@ const PALETTES = {
       retrieve: { bg: "#0b2c40", line: "#5cc1f5" },
       tool: { bg: "#1f2633", line: "#b0b9c8" },
       transform: { bg: "#0a2e2b", line: "#2ed3b7" },
+      http: { bg: "#1f2e12", line: "#86cb3c" },
     },
     node: "#171d2b", nodeLine: "#5d6b82", text: "#e6e9ef",
     edge: "#7d8aa0", edgeText: "#cfd4dc", labelBg: "#0b1019",

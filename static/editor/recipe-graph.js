@@ -34,10 +34,17 @@ export function edgeLabel(branch) {
   return number(branch.priority) + " · " + summarize(branch.when) + "\n" + text(branch.action);
 }
 
+// What a card names beside its kind: the actor, or what a kind that asks none works by.
+function actorText(step) {
+  if (step.actor) return step.actor;
+  if (step.kind === "decision_tree") return "rules";
+  if (step.kind === "http") return step.method || "GET";
+  return "no actor";
+}
+
 export function nodeLabel(step) {
   const kind = kindLabel(step.kind || "llm");
-  const actor = step.actor ? step.actor : step.kind === "decision_tree" ? "rules" : "no actor";
-  return text(step.name) + "\n" + kind + " · " + actor;
+  return text(step.name) + "\n" + kind + " · " + actorText(step);
 }
 
 /** Redraw an element's label and classes from its data, after the data changed. */

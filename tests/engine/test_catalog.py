@@ -98,6 +98,8 @@ SUMMARIES = [
     ({"type": "fallback_used"}, "fallback"),
     ({"type": "fallback_used", "value": "false"}, "no fallback"),
     ({"type": "attempts", "operator": "greater_equal", "value": 3}, "attempts ≥ 3"),
+    ({"type": "http_status", "operator": "is", "value": "2xx"}, "HTTP = 2xx"),
+    ({"type": "http_status", "operator": "is_not", "value": 404}, "HTTP ≠ 404"),
     ({"type": "default"}, "default"),
     ({"type": "not", "conditions": [{"type": "default"}]}, "not (default)"),
     ({"type": "not", "conditions": []}, "not ()"),
@@ -165,6 +167,7 @@ def test_it_lists_every_condition_type_with_its_operators_fields_and_summary() -
         "tool_called",
         "tool_error",
         "tool_result",
+        "http_status",
         "budget",
         "confidence",
         "validation_passed",
@@ -213,6 +216,7 @@ def test_it_lists_the_combinators_step_kinds_and_actions() -> None:
         "tool",
         "intent",
         "transform",
+        "http",
     ]
     for kind in published["steps"]:
         assert kind["label"] and kind["help"]

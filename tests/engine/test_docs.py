@@ -23,6 +23,7 @@ def test_the_step_kinds_table_has_a_row_per_kind_with_its_actor() -> None:
         ["| `tool`", "—"],
         ["| `intent`", "a model"],
         ["| `transform`", "—"],
+        ["| `http`", "—"],
     ]
     assert len(rows) == len(KINDS)
     assert "`escalate_to` (actor)" in rows[1]

@@ -87,7 +87,7 @@ DOCUMENT_ERRORS: list[tuple[str, Mutation, str]] = [
         "unknown step kind",
         with_step(kind="poem"),
         "steps[0].kind: Input should be 'llm', 'human', 'decision_tree', 'classify', 'retrieve', "
-        "'tool', 'intent' or 'transform'",
+        "'tool', 'intent', 'transform' or 'http'",
     ),
     (
         "input of unknown type",

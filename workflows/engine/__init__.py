@@ -45,6 +45,9 @@ from workflows.engine.errors import (
     TemplateError,
 )
 from workflows.engine.graph import BranchSpec, Condition, RecipeGraph, StepSpec
+from workflows.engine.http_request import SCRIPT_PREFIX as HTTP_SCRIPT_PREFIX
+from workflows.engine.http_request import read_script_http
+from workflows.engine.http_request import script_key as http_script_key
 from workflows.engine.inputs import resolve_inputs
 from workflows.engine.intent import Intent, IntentAnalysis, analyse_intent, read_intent
 from workflows.engine.learner import SUFFIX_MARK as SUFFIX_MARK
@@ -93,6 +96,7 @@ from workflows.engine.vocabulary import LEARNED as LEARNED
 __all__ = [
     "CONDITION_KEYS",
     "DEFAULT_STEP_KIND",
+    "HTTP_SCRIPT_PREFIX",
     "SEVERAL_OPERANDS",
     "SOURCES_NAME",
     "STEP_KINDS",
@@ -153,6 +157,7 @@ __all__ = [
     "first_choice",
     "format_cost",
     "format_sources",
+    "http_script_key",
     "judge_prompt",
     "learns",
     "lint_errors",
@@ -164,6 +169,7 @@ __all__ = [
     "parse_score",
     "read_intent",
     "read_script_hits",
+    "read_script_http",
     "read_script_tool",
     "render",
     "resolve_inputs",

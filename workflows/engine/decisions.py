@@ -52,6 +52,8 @@ class StepResult:
     # Trying again may help (see above): the failure's severity is RETRIABLE.
     transient: bool = False
     schema: SchemaCheck | None = None
+    # An http step's response status (None: it got none, or the step is of another kind).
+    http_status: int | None = None
 
 
 # How a finished run ended: the runner's `Outcome` has the same values.

@@ -8,6 +8,7 @@ from typing import Any
 
 from workflows.engine.budget import Budget
 from workflows.engine.classification import Route
+from workflows.engine.http_request import DEFAULT_METHOD, DEFAULT_RETRIES
 from workflows.engine.intent import DEFAULT_MAX_ATTEMPTS as DEFAULT_INTENT_ATTEMPTS
 from workflows.engine.learner import DEFAULT_SETTINGS, LearnerSettings
 from workflows.engine.output_schema import DEFAULT_ATTEMPTS as DEFAULT_SCHEMA_ATTEMPTS
@@ -100,6 +101,15 @@ class StepSpec:
     arguments: Mapping[str, str] = field(default_factory=dict)
     # intent: how many answers its model may give in all before an unreadable one fails it
     max_attempts: int = DEFAULT_INTENT_ATTEMPTS
+    # http: the request's templates (a JSON body's strings are templates too), the env vars
+    # its templates may read as {secrets.NAME}, and how often 429/5xx is retried
+    method: str = DEFAULT_METHOD
+    url: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    query: Mapping[str, str] = field(default_factory=dict)
+    body: Any = None
+    secret_env: tuple[str, ...] = ()
+    retries: int = DEFAULT_RETRIES
     # any kind: the severity of the step's failures (None: CRITICAL; see `severity.py`)
     failure_severity: str | None = None
     # llm: other prompts the learner may choose, and the actors an `@learned` step (or a

@@ -95,6 +95,7 @@ def _context(
         answer_of=answer_of,
         severity=severity_of(step, result),
         schema=result.schema,
+        http_status=result.http_status,
     )
 
 

@@ -6,13 +6,14 @@ of any of them reports a wrong type, a missing value or an unknown alias the sam
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from workflows.engine.checks import actor_alias_problem, listed
 from workflows.engine.errors import TemplateError
 from workflows.engine.templating import (
     SOURCES_NAME,
+    secret_reference,
     step_number,
     step_reference,
     step_sources_reference,
@@ -84,11 +85,20 @@ class DocumentReader:
             return None
         return str(value)
 
-    def check_template(self, template: str, path: str, *, hits: bool = True) -> None:
+    def check_template(
+        self,
+        template: str,
+        path: str,
+        *,
+        hits: bool = True,
+        secrets: Collection[str] | None = None,
+    ) -> None:
         """Report a template that cannot be rendered or names what the recipe lacks.
 
         Without `hits`, the template may not show the step's own hits (`{sources}`): a
-        search's query is rendered before there are any.
+        search's query is rendered before there are any. `secrets`: the env vars the
+        template may name as `{secrets.NAME}` (an http step's `secret_env`); None: it may
+        name none, since its text is stored and shown.
         """
         try:
             names = template_names(template)
@@ -98,6 +108,12 @@ class DocumentReader:
         for name in names:
             if name == SOURCES_NAME and not hits and name not in self.input_names:
                 self.error(path, "{sources} cannot be used here: the step has not searched yet")
+                continue
+            secret = secret_reference(name)
+            if secret is not None:
+                problem = _secret_problem(secret, secrets)
+                if problem:
+                    self.error(path, problem)
                 continue
             problem = self._template_name_problem(name)
             if problem:
@@ -117,3 +133,16 @@ class DocumentReader:
                 return None
             return f"unknown template name '{name}'; there is no step '{key}'"
         return f"unknown template name '{name}'; declared inputs: {listed(self.input_names)}"
+
+
+def _secret_problem(name: str, secrets: Collection[str] | None) -> str | None:
+    """Say why a template may not name the secret `name`, or None when it may."""
+    if secrets is None:
+        return (
+            f"{{secrets.{name}}} cannot be used here: secrets go only into an http step's "
+            "url, headers, query and body"
+        )
+    if name not in secrets:
+        listed_names = ", ".join(sorted(secrets)) or "none"
+        return f"{{secrets.{name}}}: add {name} to the step's secret_env (it lists {listed_names})"
+    return None

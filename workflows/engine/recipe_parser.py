@@ -256,6 +256,13 @@ class _Parser(DocumentReader):
             "output_schema",
             "output_schema_attempts",
             "set",
+            "method",
+            "url",
+            "headers",
+            "query",
+            "body",
+            "secret_env",
+            "retries",
         ):
             if doc.get(key) not in (None, [], {}) and key not in kind_fields:
                 self.error(f"{path}.{key}", f"{kind.article} {kind.name} step has no {key}")

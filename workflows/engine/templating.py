@@ -1,9 +1,10 @@
 """Render prompt templates by plain `{name}` substitution, and the names a run's templates use.
 
 Not `str.format` (which reaches attributes and indexes: `{x.__class__}`) and not Jinja (which
-runs code): a small tokenizer that knows four kinds of names and nothing else: inputs, step
-answers (`stepN_response`, `steps.KEY.response`), hits (`sources`, `steps.KEY.sources`) and
-`feedback`.
+runs code): a small tokenizer that knows five kinds of names and nothing else: inputs, step
+answers (`stepN_response`, `steps.KEY.response`), hits (`sources`, `steps.KEY.sources`),
+`feedback`, and an http step's secrets (`secrets.NAME`, an env var the step names in its
+`secret_env`; no other template may use one).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ _STEP_REFERENCE = re.compile(r"steps\.([A-Za-z0-9][A-Za-z0-9_-]*)\.response")
 _STEP_SOURCES = re.compile(r"steps\.([A-Za-z0-9][A-Za-z0-9_-]*)\.sources")
 _FORMAT_FIELD = re.compile(r"(\w+)((?:\.\w+|\[[^\]]*\])*)(![a-z])?(:.*)?", re.DOTALL)
 _STEP_NUMBER = re.compile(r"step([1-9][0-9]*)_response")
+_SECRET_REFERENCE = re.compile(r"secrets\.([A-Za-z_][A-Za-z0-9_]*)")
 
 # `{sources}`: the hits the step searched, else the run's latest (see `sources.py`).
 SOURCES_NAME = "sources"
@@ -36,6 +38,7 @@ def _refusal(name: str) -> str | None:
         _IDENTIFIER.fullmatch(name)
         or _STEP_REFERENCE.fullmatch(name)
         or _STEP_SOURCES.fullmatch(name)
+        or _SECRET_REFERENCE.fullmatch(name)
     ):
         return None
     if name == "":
@@ -110,6 +113,12 @@ def step_reference(name: str) -> str | None:
 def step_sources_reference(name: str) -> str | None:
     """Return KEY for a `steps.KEY.sources` name, or None for any other name."""
     found = _STEP_SOURCES.fullmatch(name)
+    return found.group(1) if found else None
+
+
+def secret_reference(name: str) -> str | None:
+    """Return NAME for a `secrets.NAME` name (an env var), or None for any other name."""
+    found = _SECRET_REFERENCE.fullmatch(name)
     return found.group(1) if found else None
 
 

@@ -17,6 +17,12 @@ from workflows.engine.budget import (
     MAX_TOKENS_LIMIT,
     MIN_COST_LIMIT,
 )
+from workflows.engine.http_request import (
+    MAX_HEADERS,
+    MAX_QUERY,
+    MAX_RETRIES,
+    MAX_SECRET_ENV,
+)
 from workflows.engine.intent import MAX_ATTEMPTS_LIMIT as MAX_INTENT_ATTEMPTS
 from workflows.engine.learner import (
     DEFAULT_HALF_LIFE,
@@ -166,6 +172,16 @@ class Step(_Strict):
     output_schema_attempts: int | None = Field(None, ge=1, le=MAX_SCHEMA_ATTEMPTS)
     # transform: fact name -> JMESPath expression (`workflows/engine/transform.py`)
     set: dict[str, str] | None = Field(None, max_length=MAX_EXPRESSIONS)
+    # http: the request's templates (a JSON body's strings are templates), its secrets' env vars
+    method: str | None = Field(None, max_length=200)
+    url: str | None = Field(None, max_length=8000)
+    headers: dict[str, str] | None = Field(None, max_length=MAX_HEADERS)
+    query: dict[str, str] | None = Field(None, max_length=MAX_QUERY)
+    body: str | dict[str, Any] | list[Any] | None = None
+    secret_env: list[Annotated[str, Field(max_length=200)]] | None = Field(
+        None, max_length=MAX_SECRET_ENV
+    )
+    retries: int | None = Field(None, ge=0, le=MAX_RETRIES)
 
 
 class Budget(_Strict):

@@ -40,6 +40,8 @@ class EvalContext:
     (None: it did, or the step classified nothing). `severity`: the severity of the step's
     failure (None: it did not fail; see `severity.py`). `schema`: how the step's answers met
     its output schema (None: none was checked).
+    failure (None: it did not fail; see `severity.py`). `http_status`: the status an http
+    step's response came with (None: no response, or not an http step).
     """
 
     text: str
@@ -61,6 +63,7 @@ class EvalContext:
     classification_failure: str | None = None
     severity: str | None = None
     schema: SchemaCheck | None = None
+    http_status: int | None = None
     # Reads the latest answer of an earlier step (`step_answer`; criteria_met); None: none.
     answer_of: AnswerOf | None = None
     # What conditions other than judge scores ask a judge once per step result (the

@@ -10,6 +10,7 @@ from __future__ import annotations
 from workflows.engine.step_kinds import (
     classify,
     decision_tree,
+    http,
     human,
     intent,
     llm,
@@ -28,6 +29,7 @@ KINDS: tuple[StepKind, ...] = (
     tool.STEP_KIND,
     intent.STEP_KIND,
     transform.STEP_KIND,
+    http.STEP_KIND,
 )
 _BY_NAME: dict[str, StepKind] = {kind.name: kind for kind in KINDS}
 KIND_NAMES: tuple[str, ...] = tuple(_BY_NAME)
