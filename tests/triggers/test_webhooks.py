@@ -8,12 +8,14 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from django.db import connection
 from django.test import Client
 
 from runner.models import Run
@@ -194,6 +196,33 @@ def test_a_repeat_of_an_accepted_message_gets_the_same_run(client: Client, hooke
     assert written() == (1, 1)
 
 
+@pytest.mark.django_db(transaction=True)
+def test_repeats_sent_at_once_start_one_run(actors: Any) -> None:
+    publish_document(UserFactory(username="busyowner"), hooked_document())
+    now = datetime.now(tz=UTC)
+    # The sender's attempts, each signed at its own time: none is a replay of another.
+    attempts = [signed(TICKET, msg_id="msg_busy", at=now - timedelta(seconds=i)) for i in range(4)]
+    answers: list[Any] = []
+    barrier = threading.Barrier(len(attempts))
+
+    def send(body: bytes, headers: dict[str, str]) -> None:
+        try:
+            barrier.wait()
+            answers.append(post(Client(), body, headers))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=send, args=attempt) for attempt in attempts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert sorted(a.status_code for a in answers) == [200, 200, 200, 201]
+    assert len({a.json()["run"] for a in answers}) == 1
+    assert written() == (1, 1)
+
+
 def test_it_refuses_an_accepted_id_sent_again_with_another_payload(
     client: Client, hooked: Recipe
 ) -> None:
@@ -270,6 +299,19 @@ def test_it_refuses_a_payload_that_does_not_give_the_inputs_naming_them(
     assert Run.objects.count() == 0
 
 
+@pytest.mark.parametrize(
+    "content_type", ["application/x-www-form-urlencoded", "text/plain", "multipart/form-data"]
+)
+def test_it_reads_the_signed_bytes_whatever_the_content_type_says(
+    client: Client, hooked: Recipe, content_type: str
+) -> None:
+    body, headers = signed(TICKET)
+
+    response = client.post(URL, data=body, content_type=content_type, headers=headers)
+
+    assert response.status_code == 201, response.content
+
+
 def test_it_refuses_a_signed_body_that_is_not_json_with_400(client: Client, hooked: Recipe) -> None:
     response = post(client, *signed("{not json"))
 
@@ -289,7 +331,7 @@ def test_it_answers_each_unknown_or_unready_hook_clearly(
     unknown = post(client, body, headers, url="/api/hooks/hooked/nope")
     assert unknown.status_code == 404
     assert unknown.json()["errors"] == [
-        "name: no hook 'nope' in version 1 of 'hooked'; declared: ticket, plain"
+        "name: no hook 'nope' in the published version 1 of 'hooked'"
     ]
     unpublished = post(client, body, headers, url="/api/hooks/draft-only/ticket")
     assert unpublished.status_code == 409

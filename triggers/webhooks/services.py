@@ -104,12 +104,9 @@ def webhook_find(*, slug: str, name: str) -> Hook:
         graph = None  # published before a check it fails: it cannot run (409 below)
     spec = next((h for h in graph.webhooks if h.name == name), None) if graph else None
     if graph is not None and spec is None:
-        declared = ", ".join(h.name for h in graph.webhooks) or "none"
+        # The caller is not signed in: the hooks the recipe has are not listed to it.
         raise HookRefused(
-            404,
-            [
-                f"name: no hook '{name}' in version {version.number} of '{slug}'; declared: {declared}"
-            ],
+            404, [f"name: no hook '{name}' in the published version {version.number} of '{slug}'"]
         )
     if spec is None:
         raise HookRefused(409, [f"version: {version.number} of '{slug}' cannot run"])
