@@ -73,7 +73,6 @@ class WebhookApi(APIView):
             429: _refusal("The hook's deliveries a minute are used up; retry after Retry-After."),
             503: _refusal("The hook's secret is not set on the server."),
         },
-        auth=[],
     )
     def post(self, request: Request, slug: str, name: str) -> Response:
         """Start a run from a signed delivery: 201 with the run, 200 with the same run for a

@@ -178,7 +178,14 @@ def webhook_receive(*, slug: str, name: str, body: bytes, headers: Mapping[str, 
 
 def _verify(spec: WebhookSpec, body: bytes, headers: Mapping[str, str]) -> tuple[str, datetime]:
     """Return the message's id and signing time once its signature is valid for one of the
-    hook's secrets; refuse 503 when none is set, 401 when the signature does not hold."""
+    hook's secrets; refuse 401 when it does not hold, 503 when the server has no secret (a
+    server's fault: Standard Webhooks senders retry a 5xx, which then succeeds once it is set)."""
+    values = {h: headers.get(h, "") for h in (ID_HEADER, TIMESTAMP_HEADER, SIGNATURE_HEADER)}
+    if missing := [h for h, value in values.items() if not value]:
+        raise HookRefused(401, [f"{h}: required (a Standard Webhooks signature)" for h in missing])
+    message_id = values[ID_HEADER]
+    if len(message_id) > MAX_ID_LENGTH or (problem := text_problem(message_id)):
+        raise HookRefused(400, [f"{ID_HEADER}: {problem or f'at most {MAX_ID_LENGTH} characters'}"])
     secrets = hook_secrets(spec)
     if not secrets:
         raise HookRefused(
@@ -196,12 +203,6 @@ def _verify(spec: WebhookSpec, body: bytes, headers: Mapping[str, str]) -> tuple
             503,
             ["$: this hook's secret on the server is not a Standard Webhooks secret (whsec_...)"],
         ) from None
-    values = {h: headers.get(h, "") for h in (ID_HEADER, TIMESTAMP_HEADER, SIGNATURE_HEADER)}
-    if missing := [h for h, value in values.items() if not value]:
-        raise HookRefused(401, [f"{h}: required (a Standard Webhooks signature)" for h in missing])
-    message_id = values[ID_HEADER]
-    if len(message_id) > MAX_ID_LENGTH or (problem := text_problem(message_id)):
-        raise HookRefused(400, [f"{ID_HEADER}: {problem or f'at most {MAX_ID_LENGTH} characters'}"])
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
