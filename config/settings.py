@@ -310,6 +310,17 @@ if REDIS_URL:
         }
     }
     CELERY_BROKER_URL = REDIS_URL
+    # Counters that every process must share (the webhooks' rate limits) live in Redis too.
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": {
+                "socket_timeout": BROKER_TIMEOUT_SECONDS,
+                "socket_connect_timeout": BROKER_TIMEOUT_SECONDS,
+            },
+        }
+    }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     CELERY_BROKER_URL = "memory://"
@@ -404,6 +415,13 @@ if TOOL_RESULT_MAX_CHARS < 1:
 HTTP_STEP_MAX_RESPONSE_BYTES = env.int("HTTP_STEP_MAX_RESPONSE_BYTES", default=1024 * 1024)
 if HTTP_STEP_MAX_RESPONSE_BYTES < 1:
     raise ImproperlyConfigured("HTTP_STEP_MAX_RESPONSE_BYTES is a number of bytes, at least 1")
+
+# Inbound webhooks (triggers/webhooks): the largest body a hook reads (a larger one is a 413),
+# and how many signed deliveries one hook takes per minute (more are a 429 with Retry-After).
+WEBHOOK_MAX_BYTES = env.int("WEBHOOK_MAX_BYTES", default=1024 * 1024)
+WEBHOOK_MAX_PER_MINUTE = env.int("WEBHOOK_MAX_PER_MINUTE", default=60)
+if WEBHOOK_MAX_BYTES < 1 or WEBHOOK_MAX_PER_MINUTE < 1:
+    raise ImproperlyConfigured("WEBHOOK_MAX_BYTES and WEBHOOK_MAX_PER_MINUTE are at least 1")
 
 # Runs: bounded loops, leases and the periodic duties (see runner/advance.py).
 RUN_MAX_STEPS = env.int("RUN_MAX_STEPS", default=100)

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
-from django.urls import URLPattern
+from django.urls import URLPattern, URLResolver
 
-urlpatterns: list[URLPattern] = []
+from workflows.urls import SLUG, api
+
+from .webhooks.apis import WebhookApi
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    api(f"hooks/{SLUG}/(?P<name>[a-z0-9][a-z0-9_-]*)", WebhookApi.as_view(), "webhook"),
+]

@@ -169,6 +169,8 @@ class Recipe(models.Model):
     budget = models.JSONField(null=True, blank=True)
     # How its steps learn (format v1 `learning`, see workflows/engine/learner.py); None: defaults.
     learning = models.JSONField(null=True, blank=True)
+    # Its inbound webhooks (format v1 `webhooks`, see workflows/engine/webhooks.py); None: none.
+    webhooks = models.JSONField(null=True, blank=True)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="recipes"
     )

@@ -9,6 +9,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from triggers.webhooks.selectors import webhooks_shown
+
 from .editor import editable_recipe
 
 TRIGGERS = "editor/triggers.html"
@@ -20,4 +22,6 @@ def triggers_panel(request: HttpRequest, slug: str) -> HttpResponse:
     """Show the recipe's schedules, webhooks and callbacks."""
     recipe = editable_recipe(request, slug)
     version = recipe.latest_version
-    return render(request, TRIGGERS, {"recipe": recipe, "version": version})
+    context = {"recipe": recipe, "version": version}
+    context["webhooks"] = webhooks_shown(request=request, recipe=recipe, version=version)
+    return render(request, TRIGGERS, context)

@@ -15,6 +15,7 @@ from workflows.engine.output_schema import DEFAULT_ATTEMPTS as DEFAULT_SCHEMA_AT
 from workflows.engine.sources import SourceSpec
 from workflows.engine.tools import DEFAULT_MAX_TOOL_CALLS, DEFAULT_MAX_TOOL_SECONDS
 from workflows.engine.vocabulary import DEFAULT_HUMAN_OPTIONS, DEFAULT_MAX_RECLASSIFY
+from workflows.engine.webhooks import WebhookSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +136,8 @@ class StepSpec:
 @dataclass(frozen=True, slots=True)
 class RecipeGraph:
     """A whole recipe: inputs schema, actor aliases, the steps in sequence order, the
-    budget of each run (None: no limits) and how its steps learn (`learner.py`)."""
+    budget of each run (None: no limits), how its steps learn (`learner.py`) and the inbound
+    webhooks that start its runs (`webhooks.py`)."""
 
     slug: str
     name: str
@@ -145,6 +147,7 @@ class RecipeGraph:
     steps: tuple[StepSpec, ...] = ()
     budget: Budget | None = None
     learning: LearnerSettings = DEFAULT_SETTINGS
+    webhooks: tuple[WebhookSpec, ...] = ()
     _positions: Mapping[str, int] = field(
         init=False, repr=False, compare=False, default_factory=dict
     )

@@ -31,6 +31,7 @@ from workflows.engine.step_kinds.common import read_failure_severity
 from workflows.engine.step_kinds.registry import DEFAULT_KIND, KIND_NAMES, step_kind
 from workflows.engine.templating import step_number
 from workflows.engine.vocabulary import FORMAT, INPUT_TYPES, LEARNED
+from workflows.engine.webhooks import parse_webhooks
 
 SLUG = re.compile(r"[a-z0-9][a-z0-9_-]*")
 STEP_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
@@ -99,6 +100,7 @@ class _Parser(DocumentReader):
         steps = self.parse_steps(doc.get("steps"))
         budget = parse_budget(doc.get("budget"), self.error)
         learning = parse_learning(doc.get("learning"), self.error)
+        webhooks = parse_webhooks(doc.get("webhooks"), self.error, self.input_names)
         if self.errors:
             raise RecipeInvalid(self.errors)
         return RecipeGraph(
@@ -110,6 +112,7 @@ class _Parser(DocumentReader):
             steps=tuple(steps),
             budget=budget,
             learning=learning,
+            webhooks=webhooks,
         )
 
     def parse_inputs(self, value: object) -> None:

@@ -52,6 +52,7 @@ from workflows.engine.tools import (
 )
 from workflows.engine.transform import MAX_EXPRESSIONS
 from workflows.engine.vocabulary import FORMAT, INPUT_TYPES
+from workflows.engine.webhooks import MAX_ENV_NAME_LENGTH, MAX_HOOKS, MAX_NAME_LENGTH
 
 # The names of the format (step kinds, input types) are the engine's: `Literal[names]` spells
 # them out for pydantic and the published JSON Schema, which mypy cannot follow.
@@ -203,6 +204,14 @@ class Learning(_Strict):
     half_life: int = Field(DEFAULT_HALF_LIFE, ge=1, le=MAX_HALF_LIFE)
 
 
+class Webhook(_Strict):
+    """An inbound webhook (`engine/webhooks.py`): `POST /api/hooks/{slug}/{name}`."""
+
+    name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
+    secret_env: str = Field(min_length=1, max_length=MAX_ENV_NAME_LENGTH)
+    inputs: dict[str, str] | None = None
+
+
 class RecipeDocument(_Strict):
     format: Literal[FORMAT]  # type: ignore[valid-type]
     slug: str = Field(min_length=1, max_length=100)
@@ -215,6 +224,7 @@ class RecipeDocument(_Strict):
     steps: list[Step] = Field(min_length=1)
     budget: Budget | None = None
     learning: Learning | None = None
+    webhooks: list[Webhook] | None = Field(None, max_length=MAX_HOOKS)
 
 
 def json_schema() -> dict[str, Any]:
