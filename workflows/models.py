@@ -169,6 +169,9 @@ class Recipe(models.Model):
     budget = models.JSONField(null=True, blank=True)
     # How its steps learn (format v1 `learning`, see workflows/engine/learner.py); None: defaults.
     learning = models.JSONField(null=True, blank=True)
+    # Whom its runs tell of their events (format v1 `callbacks`, see workflows/engine/
+    # callbacks.py); None: nobody.
+    callbacks = models.JSONField(null=True, blank=True)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="recipes"
     )

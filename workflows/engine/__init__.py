@@ -17,6 +17,7 @@ from workflows.engine.actor_choice import Learning, first_choice, learns
 from workflows.engine.answers import strict_json
 from workflows.engine.budget import Budget, Spend, as_cost, format_cost
 from workflows.engine.budget import check as check_budget
+from workflows.engine.callbacks import CALLBACK_EVENT_TYPES, Callback
 from workflows.engine.catalog import catalog
 from workflows.engine.classification import (
     Classification,
@@ -90,6 +91,7 @@ from workflows.engine.tools import scripted_failure as tool_script_failure
 from workflows.engine.vocabulary import LEARNED as LEARNED
 
 __all__ = [
+    "CALLBACK_EVENT_TYPES",
     "CONDITION_KEYS",
     "DEFAULT_STEP_KIND",
     "SEVERAL_OPERANDS",
@@ -98,6 +100,7 @@ __all__ = [
     "AnswerUnreadable",
     "BranchSpec",
     "Budget",
+    "Callback",
     "Choice",
     "Citation",
     "Classification",

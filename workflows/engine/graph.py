@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workflows.engine.budget import Budget
+from workflows.engine.callbacks import Callback
 from workflows.engine.classification import Route
 from workflows.engine.intent import DEFAULT_MAX_ATTEMPTS as DEFAULT_INTENT_ATTEMPTS
 from workflows.engine.learner import DEFAULT_SETTINGS, LearnerSettings
@@ -118,7 +119,8 @@ class StepSpec:
 @dataclass(frozen=True, slots=True)
 class RecipeGraph:
     """A whole recipe: inputs schema, actor aliases, the steps in sequence order, the
-    budget of each run (None: no limits) and how its steps learn (`learner.py`)."""
+    budget of each run (None: no limits), how its steps learn (`learner.py`) and whom its
+    runs tell of their events (`callbacks.py`)."""
 
     slug: str
     name: str
@@ -128,6 +130,7 @@ class RecipeGraph:
     steps: tuple[StepSpec, ...] = ()
     budget: Budget | None = None
     learning: LearnerSettings = DEFAULT_SETTINGS
+    callbacks: tuple[Callback, ...] = ()
     _positions: Mapping[str, int] = field(
         init=False, repr=False, compare=False, default_factory=dict
     )

@@ -19,6 +19,7 @@ from typing import Any
 
 from workflows.engine.branch_reader import BranchReader
 from workflows.engine.budget import parse_budget
+from workflows.engine.callbacks import parse_callbacks
 from workflows.engine.checks import is_int, is_number, listed
 from workflows.engine.conditions.base import ConditionScope
 from workflows.engine.errors import RecipeInvalid
@@ -99,6 +100,7 @@ class _Parser(DocumentReader):
         steps = self.parse_steps(doc.get("steps"))
         budget = parse_budget(doc.get("budget"), self.error)
         learning = parse_learning(doc.get("learning"), self.error)
+        callbacks = parse_callbacks(doc.get("callbacks"), self.error)
         if self.errors:
             raise RecipeInvalid(self.errors)
         return RecipeGraph(
@@ -110,6 +112,7 @@ class _Parser(DocumentReader):
             steps=tuple(steps),
             budget=budget,
             learning=learning,
+            callbacks=callbacks,
         )
 
     def parse_inputs(self, value: object) -> None:

@@ -17,6 +17,7 @@ from workflows.engine.budget import (
     MAX_TOKENS_LIMIT,
     MIN_COST_LIMIT,
 )
+from workflows.engine.callbacks import CALLBACK_EVENT_TYPES, MAX_CALLBACKS, MAX_URL_CHARS
 from workflows.engine.intent import MAX_ATTEMPTS_LIMIT as MAX_INTENT_ATTEMPTS
 from workflows.engine.learner import (
     DEFAULT_HALF_LIFE,
@@ -180,6 +181,16 @@ class Learning(_Strict):
     half_life: int = Field(DEFAULT_HALF_LIFE, ge=1, le=MAX_HALF_LIFE)
 
 
+class Callback(_Strict):
+    """Whom the recipe's runs tell of their events (`workflows/engine/callbacks.py`)."""
+
+    on: list[Literal[CALLBACK_EVENT_TYPES]] = Field(  # type: ignore[valid-type]
+        min_length=1, max_length=len(CALLBACK_EVENT_TYPES)
+    )
+    url: str = Field(min_length=1, max_length=MAX_URL_CHARS)
+    secret_env: str = Field(min_length=1, max_length=200)
+
+
 class RecipeDocument(_Strict):
     format: Literal[FORMAT]  # type: ignore[valid-type]
     slug: str = Field(min_length=1, max_length=100)
@@ -192,6 +203,7 @@ class RecipeDocument(_Strict):
     steps: list[Step] = Field(min_length=1)
     budget: Budget | None = None
     learning: Learning | None = None
+    callbacks: list[Callback] | None = Field(None, max_length=MAX_CALLBACKS)
 
 
 def json_schema() -> dict[str, Any]:
