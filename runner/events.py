@@ -9,6 +9,7 @@ they arrive and never stored (the finished step carries the text, and its calls 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -19,7 +20,10 @@ from workflows import engine
 
 from .models import HumanTask, Run, RunEvent, StepRun
 from .publisher import publisher
+from .signals import run_events_committed
 from .status import RunStatus
+
+log = logging.getLogger(__name__)
 
 
 def run_group(run_id: int) -> str:
@@ -233,8 +237,23 @@ def rows(run_id: int, events: Iterable[Event], *, after: int = 0) -> list[RunEve
 
 
 def push_on_commit(run_id: int, owner_id: int, rows: list[RunEvent]) -> None:
-    """Push the run's events, written in the caller's transaction, once it commits."""
+    """Push the run's events, written in the caller's transaction, once it commits, and tell
+    the apps that listen (`runner.signals.run_events_committed`)."""
     transaction.on_commit(lambda: _push_run_events(run_id, owner_id, rows))
+    transaction.on_commit(lambda: _announce(run_id, rows))
+
+
+def _announce(run_id: int, rows: list[RunEvent]) -> None:
+    """Send `run_events_committed`; a listener's error is logged, never raised into the run."""
+    for receiver, result in run_events_committed.send_robust(RunEvent, run_id=run_id, events=rows):
+        if isinstance(result, Exception):
+            log.error(
+                "run %s: %s failed on committed events: %r",
+                run_id,
+                getattr(receiver, "__qualname__", receiver),
+                result,
+                exc_info=result,
+            )
 
 
 def _push_run_events(run_id: int, owner_id: int, rows: list[RunEvent]) -> None:
