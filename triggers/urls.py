@@ -4,4 +4,6 @@ from __future__ import annotations
 
 from django.urls import URLPattern
 
-urlpatterns: list[URLPattern] = []
+from .callbacks.urls import urlpatterns as callback_urls
+
+urlpatterns: list[URLPattern] = [*callback_urls]

@@ -1,0 +1,7 @@
+"""The triggers' models, each kind in its own module."""
+
+from __future__ import annotations
+
+from .callbacks.models import CallbackAttempt, CallbackDelivery
+
+__all__ = ["CallbackAttempt", "CallbackDelivery"]
