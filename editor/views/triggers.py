@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from .callbacks import recipe_callbacks_context
 from .editor import editable_recipe
 
 TRIGGERS = "editor/triggers.html"
@@ -20,4 +21,6 @@ def triggers_panel(request: HttpRequest, slug: str) -> HttpResponse:
     """Show the recipe's schedules, webhooks and callbacks."""
     recipe = editable_recipe(request, slug)
     version = recipe.latest_version
-    return render(request, TRIGGERS, {"recipe": recipe, "version": version})
+    context = {"recipe": recipe, "version": version}
+    context |= recipe_callbacks_context(recipe, version)
+    return render(request, TRIGGERS, context)
