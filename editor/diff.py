@@ -11,7 +11,7 @@ from typing import Any
 
 from workflows.engine import condition_summary
 
-RECIPE_FIELDS = ("name", "description", "inputs", "actors", "budget", "learning")
+RECIPE_FIELDS = ("name", "description", "inputs", "actors", "budget", "learning", "callbacks")
 
 
 @dataclass

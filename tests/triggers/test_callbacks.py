@@ -14,6 +14,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from editor.diff import documents_diff
 from runner import events, services
 from runner.event_schema import EVENT_SCHEMAS
 from runner.models import Run
@@ -22,7 +23,7 @@ from tests.factories import UserFactory
 from tests.runner.recipes import drive
 from tests.triggers.conftest import SECRET_ENV
 from tests.triggers.receiver import Receiver
-from tests.triggers.recipes import STORY, callback, publish
+from tests.triggers.recipes import STORY, callback, document, publish
 from triggers.callbacks import backoff
 from triggers.callbacks import services as callback_services
 from triggers.callbacks.hooks import on_events_committed
@@ -393,3 +394,11 @@ def test_overdue_deliveries_are_queued_again(
     assert queued[-1] == (str(delivery.pk), 1, 0)
     assert attempt(delivery, 1, django_capture_on_commit_callbacks) is not None
     assert callback_services.deliveries_overdue() == 0
+
+
+def test_a_versions_diff_says_when_its_callbacks_changed() -> None:
+    url = "https://hooks.example.com/branchline"
+    before = document([callback(url)])
+    after = document([callback(url, "run.finished", "human_task.created")])
+    assert documents_diff(before, after).recipe_fields == ["callbacks"]
+    assert documents_diff(before, before).is_empty
