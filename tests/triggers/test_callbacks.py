@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -24,7 +25,7 @@ from tests.runner.recipes import drive
 from tests.triggers.conftest import SECRET_ENV
 from tests.triggers.receiver import Receiver
 from tests.triggers.recipes import STORY, callback, document, publish
-from triggers.callbacks import backoff
+from triggers.callbacks import backoff, sending
 from triggers.callbacks import services as callback_services
 from triggers.callbacks.hooks import on_events_committed
 from triggers.callbacks.models import CallbackAttempt, CallbackDelivery
@@ -402,3 +403,20 @@ def test_a_versions_diff_says_when_its_callbacks_changed() -> None:
     after = document([callback(url, "run.finished", "human_task.created")])
     assert documents_diff(before, after).recipe_fields == ["callbacks"]
     assert documents_diff(before, before).is_empty
+
+
+def test_the_signature_holds_whatever_the_servers_time_zone(
+    receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        outcome = sending.send(
+            url=receiver.url, message_id="msg-1", payload={"type": "t"}, secret_env=SECRET_ENV
+        )
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert outcome.delivered
+    [got] = receiver.received
+    assert got.refused == "" and got.verified == {"type": "t"}

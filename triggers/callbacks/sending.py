@@ -15,7 +15,7 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -96,7 +96,8 @@ def send(*, url: str, message_id: str, payload: dict[str, Any], secret_env: str)
     except URLRefused as exc:
         return Outcome(None, None, f"url {exc.reason}", permanent=True)
     body = body_of(payload)
-    now = datetime.now().astimezone()
+    # In UTC: the library's signer replaces a timestamp's zone with UTC, it does not convert.
+    now = datetime.now(UTC)
     headers = {
         "content-type": "application/json",
         "user-agent": USER_AGENT,
