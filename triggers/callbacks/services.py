@@ -23,6 +23,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from runner.models import Run, RunEvent, StepRun
+from runner.outages import broker
 from runner.status import StepStatus
 from workflows import engine
 
@@ -231,9 +232,17 @@ def _queue_on_commit(delivery_id: object, number: int, *, countdown: float = 0) 
 def _queue(delivery_id: object, number: int, *, countdown: float = 0) -> None:
     """Send the attempt's message; a broker that is down leaves the delivery pending, for
     `deliveries_overdue` to queue again."""
+    if broker.is_open():
+        log.warning("callback %s: the broker is unreachable; queued again later", delivery_id)
+        return
     try:
         current_app.send_task(
-            SEND_TASK, (str(delivery_id), number), countdown=max(countdown, 0) or None
+            SEND_TASK,
+            (str(delivery_id), number),
+            countdown=max(countdown, 0) or None,
+            retry=False,
+            ignore_result=True,
         )
-    except Exception:
-        log.exception("callback %s: attempt %d could not be queued", delivery_id, number)
+    except Exception as exc:  # kombu's and redis-py's errors have no common base
+        broker.trip(exc)
+        log.warning("callback %s: attempt %d could not be queued: %s", delivery_id, number, exc)
