@@ -9,7 +9,6 @@ they arrive and never stored (the finished step carries the text, and its calls 
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -22,8 +21,6 @@ from .models import HumanTask, Run, RunEvent, StepRun
 from .publisher import publisher
 from .signals import run_events_committed
 from .status import RunStatus
-
-log = logging.getLogger(__name__)
 
 
 def run_group(run_id: int) -> str:
@@ -244,16 +241,9 @@ def push_on_commit(run_id: int, owner_id: int, rows: list[RunEvent]) -> None:
 
 
 def _announce(run_id: int, rows: list[RunEvent]) -> None:
-    """Send `run_events_committed`; a listener's error is logged, never raised into the run."""
-    for receiver, result in run_events_committed.send_robust(RunEvent, run_id=run_id, events=rows):
-        if isinstance(result, Exception):
-            log.error(
-                "run %s: %s failed on committed events: %r",
-                run_id,
-                getattr(receiver, "__qualname__", receiver),
-                result,
-                exc_info=result,
-            )
+    """Send `run_events_committed`; a listener's error is logged (by Django, with the
+    listener's name and traceback), never raised into the run."""
+    run_events_committed.send_robust(RunEvent, run_id=run_id, events=rows)
 
 
 def _push_run_events(run_id: int, owner_id: int, rows: list[RunEvent]) -> None:
