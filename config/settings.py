@@ -450,6 +450,7 @@ CELERY_BEAT_SCHEDULE = {
     "reap-runs": {"task": "runner.reap_runs", "schedule": RUN_BEAT_INTERVAL_SECONDS},
     "expire-tasks": {"task": "runner.expire_tasks", "schedule": 10.0},
     "requeue-documents": {"task": "knowledge.requeue_stalled", "schedule": 60.0},
+    "requeue-callbacks": {"task": "triggers.requeue_callbacks", "schedule": 60.0},
 }
 
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")

@@ -11,7 +11,16 @@ from typing import Any
 
 from workflows.engine import condition_summary
 
-RECIPE_FIELDS = ("name", "description", "inputs", "actors", "budget", "learning", "webhooks")
+RECIPE_FIELDS = (
+    "name",
+    "description",
+    "inputs",
+    "actors",
+    "budget",
+    "learning",
+    "webhooks",
+    "callbacks",
+)
 
 
 @dataclass

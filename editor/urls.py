@@ -5,6 +5,7 @@ from django.urls import path
 
 from . import views
 from .views import (
+    callbacks,
     compare,
     editor,
     inbox,
@@ -34,6 +35,12 @@ urlpatterns = [
     path("runs/<int:run_id>/cancel/", runs.run_cancel_view, name="run-cancel-page"),
     path("runs/<int:run_id>/resume/", reruns.run_resume_view, name="run-resume-page"),
     path("runs/<int:run_id>/fork/", reruns.run_fork_view, name="run-fork-page"),
+    path("runs/<int:run_id>/callbacks/", callbacks.run_callbacks, name="run-callbacks-page"),
+    path(
+        "runs/<int:run_id>/callbacks/<uuid:delivery_id>/resend/",
+        callbacks.run_callback_resend,
+        name="run-callback-resend-page",
+    ),
     path("runs/<int:run_id>/save-as-test/", recorded.run_save_as_test, name="run-save-as-test"),
     path("inbox/", inbox.inbox, name="inbox"),
     path("inbox/tasks/<int:task_id>/", inbox.task_card, name="inbox-task"),

@@ -19,6 +19,7 @@ from workflows import engine
 
 from .models import HumanTask, Run, RunEvent, StepRun
 from .publisher import publisher
+from .signals import run_events_committed
 from .status import RunStatus
 
 
@@ -233,8 +234,16 @@ def rows(run_id: int, events: Iterable[Event], *, after: int = 0) -> list[RunEve
 
 
 def push_on_commit(run_id: int, owner_id: int, rows: list[RunEvent]) -> None:
-    """Push the run's events, written in the caller's transaction, once it commits."""
+    """Push the run's events, written in the caller's transaction, once it commits, and tell
+    the apps that listen (`runner.signals.run_events_committed`)."""
     transaction.on_commit(lambda: _push_run_events(run_id, owner_id, rows))
+    transaction.on_commit(lambda: _announce(run_id, rows))
+
+
+def _announce(run_id: int, rows: list[RunEvent]) -> None:
+    """Send `run_events_committed`; a listener's error is logged (by Django, with the
+    listener's name and traceback), never raised into the run."""
+    run_events_committed.send_robust(RunEvent, run_id=run_id, events=rows)
 
 
 def _push_run_events(run_id: int, owner_id: int, rows: list[RunEvent]) -> None:

@@ -1,3 +1,7 @@
+"""What starts runs and what hears of them besides people: schedules, inbound webhooks and
+callbacks out. Each is one module (with its models, services and API); the editor's Triggers
+tab shows them."""
+
 from __future__ import annotations
 
 from django.apps import AppConfig
@@ -7,3 +11,12 @@ class TriggersConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "triggers"
     verbose_name = "Triggers (schedules, webhooks, callbacks)"
+
+    def ready(self) -> None:
+        # The runner says when events are committed; it may not import this app.
+        from runner.signals import run_events_committed
+
+        from .callbacks import tasks  # noqa: F401 (registers the Celery tasks)
+        from .callbacks.hooks import on_events_committed
+
+        run_events_committed.connect(on_events_committed, dispatch_uid="triggers.callbacks")

@@ -66,6 +66,8 @@ def document_from_recipe(recipe: Recipe) -> dict[str, Any]:
         doc["learning"] = recipe.learning
     if recipe.webhooks:  # likewise: a recipe without hooks exports as it always did
         doc["webhooks"] = recipe.webhooks
+    if recipe.callbacks:  # likewise
+        doc["callbacks"] = recipe.callbacks
     doc["steps"] = [_step_document(step) for step in steps]
     return doc
 
@@ -118,6 +120,7 @@ def write_recipe_rows(
     recipe.budget = doc.get("budget") or None
     recipe.learning = doc.get("learning") or None
     recipe.webhooks = doc.get("webhooks") or None
+    recipe.callbacks = doc.get("callbacks") or None
     recipe.draft_document = None  # the rows are the draft again
     recipe.save()
     recipe.actor_aliases.all().delete()

@@ -171,6 +171,9 @@ class Recipe(models.Model):
     learning = models.JSONField(null=True, blank=True)
     # Its inbound webhooks (format v1 `webhooks`, see workflows/engine/webhooks.py); None: none.
     webhooks = models.JSONField(null=True, blank=True)
+    # Whom its runs tell of their events (format v1 `callbacks`, see workflows/engine/
+    # callbacks.py); None: nobody.
+    callbacks = models.JSONField(null=True, blank=True)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="recipes"
     )

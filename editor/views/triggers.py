@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET
 
 from triggers.webhooks.selectors import webhooks_shown
 
+from .callbacks import recipe_callbacks_context
 from .editor import editable_recipe
 
 TRIGGERS = "editor/triggers.html"
@@ -24,4 +25,5 @@ def triggers_panel(request: HttpRequest, slug: str) -> HttpResponse:
     version = recipe.latest_version
     context = {"recipe": recipe, "version": version}
     context["webhooks"] = webhooks_shown(request=request, recipe=recipe, version=version)
+    context |= recipe_callbacks_context(recipe, version)
     return render(request, TRIGGERS, context)

@@ -18,6 +18,7 @@ from workflows.engine.actor_choice import Learning, first_choice, learns
 from workflows.engine.answers import strict_json
 from workflows.engine.budget import Budget, Spend, as_cost, format_cost
 from workflows.engine.budget import check as check_budget
+from workflows.engine.callbacks import CALLBACK_EVENT_TYPES, Callback
 from workflows.engine.catalog import catalog
 from workflows.engine.classification import (
     Classification,
@@ -94,6 +95,7 @@ from workflows.engine.tools import scripted_failure as tool_script_failure
 from workflows.engine.vocabulary import LEARNED as LEARNED
 
 __all__ = [
+    "CALLBACK_EVENT_TYPES",
     "CONDITION_KEYS",
     "DEFAULT_STEP_KIND",
     "HTTP_SCRIPT_PREFIX",
@@ -103,6 +105,7 @@ __all__ = [
     "AnswerUnreadable",
     "BranchSpec",
     "Budget",
+    "Callback",
     "Choice",
     "Citation",
     "Classification",

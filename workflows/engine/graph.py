@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workflows.engine.budget import Budget
+from workflows.engine.callbacks import Callback
 from workflows.engine.classification import Route
 from workflows.engine.http_request import DEFAULT_METHOD, DEFAULT_RETRIES
 from workflows.engine.intent import DEFAULT_MAX_ATTEMPTS as DEFAULT_INTENT_ATTEMPTS
@@ -136,8 +137,9 @@ class StepSpec:
 @dataclass(frozen=True, slots=True)
 class RecipeGraph:
     """A whole recipe: inputs schema, actor aliases, the steps in sequence order, the
-    budget of each run (None: no limits), how its steps learn (`learner.py`) and the inbound
-    webhooks that start its runs (`webhooks.py`)."""
+    budget of each run (None: no limits), how its steps learn (`learner.py`), the inbound
+    webhooks that start its runs (`webhooks.py`) and whom its runs tell of their events
+    (`callbacks.py`)."""
 
     slug: str
     name: str
@@ -148,6 +150,7 @@ class RecipeGraph:
     budget: Budget | None = None
     learning: LearnerSettings = DEFAULT_SETTINGS
     webhooks: tuple[WebhookSpec, ...] = ()
+    callbacks: tuple[Callback, ...] = ()
     _positions: Mapping[str, int] = field(
         init=False, repr=False, compare=False, default_factory=dict
     )

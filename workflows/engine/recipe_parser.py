@@ -19,6 +19,7 @@ from typing import Any
 
 from workflows.engine.branch_reader import BranchReader
 from workflows.engine.budget import parse_budget
+from workflows.engine.callbacks import parse_callbacks
 from workflows.engine.checks import is_int, is_number, listed
 from workflows.engine.conditions.base import ConditionScope
 from workflows.engine.errors import RecipeInvalid
@@ -101,6 +102,7 @@ class _Parser(DocumentReader):
         budget = parse_budget(doc.get("budget"), self.error)
         learning = parse_learning(doc.get("learning"), self.error)
         webhooks = parse_webhooks(doc.get("webhooks"), self.error, self.input_names)
+        callbacks = parse_callbacks(doc.get("callbacks"), self.error)
         if self.errors:
             raise RecipeInvalid(self.errors)
         return RecipeGraph(
@@ -113,6 +115,7 @@ class _Parser(DocumentReader):
             budget=budget,
             learning=learning,
             webhooks=webhooks,
+            callbacks=callbacks,
         )
 
     def parse_inputs(self, value: object) -> None:

@@ -23,6 +23,7 @@ from workflows.engine.http_request import (
     MAX_RETRIES,
     MAX_SECRET_ENV,
 )
+from workflows.engine.callbacks import CALLBACK_EVENT_TYPES, MAX_CALLBACKS, MAX_URL_CHARS
 from workflows.engine.intent import MAX_ATTEMPTS_LIMIT as MAX_INTENT_ATTEMPTS
 from workflows.engine.learner import (
     DEFAULT_HALF_LIFE,
@@ -210,6 +211,14 @@ class Webhook(_Strict):
     name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
     secret_env: str = Field(min_length=1, max_length=MAX_ENV_NAME_LENGTH)
     inputs: dict[str, str] | None = None
+class Callback(_Strict):
+    """Whom the recipe's runs tell of their events (`workflows/engine/callbacks.py`)."""
+
+    on: list[Literal[CALLBACK_EVENT_TYPES]] = Field(  # type: ignore[valid-type]
+        min_length=1, max_length=len(CALLBACK_EVENT_TYPES)
+    )
+    url: str = Field(min_length=1, max_length=MAX_URL_CHARS)
+    secret_env: str = Field(min_length=1, max_length=200)
 
 
 class RecipeDocument(_Strict):
@@ -225,6 +234,7 @@ class RecipeDocument(_Strict):
     budget: Budget | None = None
     learning: Learning | None = None
     webhooks: list[Webhook] | None = Field(None, max_length=MAX_HOOKS)
+    callbacks: list[Callback] | None = Field(None, max_length=MAX_CALLBACKS)
 
 
 def json_schema() -> dict[str, Any]:
