@@ -10,6 +10,7 @@ from workflows.engine.budget import Budget
 from workflows.engine.classification import Route
 from workflows.engine.intent import DEFAULT_MAX_ATTEMPTS as DEFAULT_INTENT_ATTEMPTS
 from workflows.engine.learner import DEFAULT_SETTINGS, LearnerSettings
+from workflows.engine.schedules import ScheduleSpec
 from workflows.engine.sources import SourceSpec
 from workflows.engine.tools import DEFAULT_MAX_TOOL_CALLS, DEFAULT_MAX_TOOL_SECONDS
 from workflows.engine.vocabulary import DEFAULT_HUMAN_OPTIONS, DEFAULT_MAX_RECLASSIFY
@@ -118,7 +119,8 @@ class StepSpec:
 @dataclass(frozen=True, slots=True)
 class RecipeGraph:
     """A whole recipe: inputs schema, actor aliases, the steps in sequence order, the
-    budget of each run (None: no limits) and how its steps learn (`learner.py`)."""
+    budget of each run (None: no limits), how its steps learn (`learner.py`) and when its runs
+    start by themselves (`schedules.py`)."""
 
     slug: str
     name: str
@@ -128,6 +130,7 @@ class RecipeGraph:
     steps: tuple[StepSpec, ...] = ()
     budget: Budget | None = None
     learning: LearnerSettings = DEFAULT_SETTINGS
+    schedules: tuple[ScheduleSpec, ...] = ()
     _positions: Mapping[str, int] = field(
         init=False, repr=False, compare=False, default_factory=dict
     )

@@ -26,6 +26,7 @@ from workflows.engine.graph import RecipeGraph, StepSpec
 from workflows.engine.inputs import input_type_problem
 from workflows.engine.learner import parse_learning
 from workflows.engine.reading import DocumentReader
+from workflows.engine.schedules import parse_schedules
 from workflows.engine.step_kinds.base import StepKind
 from workflows.engine.step_kinds.common import read_failure_severity
 from workflows.engine.step_kinds.registry import DEFAULT_KIND, KIND_NAMES, step_kind
@@ -99,6 +100,7 @@ class _Parser(DocumentReader):
         steps = self.parse_steps(doc.get("steps"))
         budget = parse_budget(doc.get("budget"), self.error)
         learning = parse_learning(doc.get("learning"), self.error)
+        schedules = parse_schedules(doc.get("schedules"), self.error, self.inputs)
         if self.errors:
             raise RecipeInvalid(self.errors)
         return RecipeGraph(
@@ -110,6 +112,7 @@ class _Parser(DocumentReader):
             steps=tuple(steps),
             budget=budget,
             learning=learning,
+            schedules=schedules,
         )
 
     def parse_inputs(self, value: object) -> None:
