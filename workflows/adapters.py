@@ -54,6 +54,8 @@ def document_from_recipe(recipe: Recipe) -> dict[str, Any]:
         doc["budget"] = recipe.budget
     if recipe.learning:  # likewise: the defaults are not written out
         doc["learning"] = recipe.learning
+    if recipe.schedules:  # likewise
+        doc["schedules"] = recipe.schedules
     doc["steps"] = [_step_document(step) for step in steps]
     return doc
 
@@ -105,6 +107,7 @@ def write_recipe_rows(
     recipe.inputs = doc.get("inputs", {})
     recipe.budget = doc.get("budget") or None
     recipe.learning = doc.get("learning") or None
+    recipe.schedules = doc.get("schedules") or None
     recipe.draft_document = None  # the rows are the draft again
     recipe.save()
     recipe.actor_aliases.all().delete()

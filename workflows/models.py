@@ -169,6 +169,9 @@ class Recipe(models.Model):
     budget = models.JSONField(null=True, blank=True)
     # How its steps learn (format v1 `learning`, see workflows/engine/learner.py); None: defaults.
     learning = models.JSONField(null=True, blank=True)
+    # When its runs start by themselves (format v1 `schedules`, workflows/engine/schedules.py);
+    # None: never. Only published versions run them (triggers/schedules/).
+    schedules = models.JSONField(null=True, blank=True)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="recipes"
     )

@@ -26,6 +26,7 @@ from workflows.engine.learner import (
     MAX_VARIANT_NAME,
     MAX_VARIANTS,
 )
+from workflows.engine.schedules import MAX_SCHEDULES
 from workflows.engine.severity import SEVERITIES
 from workflows.engine.sources import (
     DEFAULT_MIN_SCORE,
@@ -180,6 +181,17 @@ class Learning(_Strict):
     half_life: int = Field(DEFAULT_HALF_LIFE, ge=1, le=MAX_HALF_LIFE)
 
 
+class Schedule(_Strict):
+    """When runs of the recipe start by themselves (`workflows/engine/schedules.py`)."""
+
+    name: str | None = Field(None, max_length=50)
+    cron: str = Field(max_length=200)
+    timezone: str = Field("UTC", max_length=64)
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    active: bool = True
+    catch_up: bool = False
+
+
 class RecipeDocument(_Strict):
     format: Literal[FORMAT]  # type: ignore[valid-type]
     slug: str = Field(min_length=1, max_length=100)
@@ -192,6 +204,7 @@ class RecipeDocument(_Strict):
     steps: list[Step] = Field(min_length=1)
     budget: Budget | None = None
     learning: Learning | None = None
+    schedules: list[Schedule] | None = Field(None, max_length=MAX_SCHEDULES)
 
 
 def json_schema() -> dict[str, Any]:
