@@ -59,6 +59,9 @@ class Run(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks"
     )
     forked_at_seq = models.PositiveIntegerField(null=True, blank=True)
+    # What started the run when no person did (`schedule nightly at 2026-12-03T09:00:00Z`);
+    # blank for a run started from a page, the API or the command line.
+    trigger = models.CharField(max_length=200, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
