@@ -10,6 +10,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from .editor import editable_recipe
+from .schedules import schedules_context
 
 TRIGGERS = "editor/triggers.html"
 
@@ -20,4 +21,5 @@ def triggers_panel(request: HttpRequest, slug: str) -> HttpResponse:
     """Show the recipe's schedules, webhooks and callbacks."""
     recipe = editable_recipe(request, slug)
     version = recipe.latest_version
-    return render(request, TRIGGERS, {"recipe": recipe, "version": version})
+    context = {"recipe": recipe, "version": version, **schedules_context(recipe)}
+    return render(request, TRIGGERS, context)
