@@ -52,10 +52,8 @@ class Schedule(models.Model):
 
     @property
     def label(self) -> str:
-        """Return how runs and pages name it: `schedule nightly`, `schedule #2` (1-based)."""
-        return (
-            f"schedule {self.key}" if not self.key.isdigit() else f"schedule #{int(self.key) + 1}"
-        )
+        """Return how runs and pages name it: `schedule nightly`, `schedule 0` (its key)."""
+        return f"schedule {self.key}"
 
 
 class ScheduleTick(models.Model):

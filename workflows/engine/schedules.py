@@ -31,17 +31,6 @@ from workflows.engine.inputs import input_type_problem
 MAX_SCHEDULES = 20
 NAME = re.compile(r"[a-z][a-z0-9_-]{0,49}")
 DEFAULT_TIMEZONE = "UTC"
-FIELDS: tuple[tuple[str, str], ...] = (
-    ("cron", "five fields: minute hour day-of-month month day-of-week (required)"),
-    ("timezone", f"an IANA time zone name such as `Europe/Paris` (default {DEFAULT_TIMEZONE})"),
-    ("inputs", "the run's inputs, checked as a run start checks them (default none)"),
-    ("active", "false keeps the schedule in the recipe without running it (default true)"),
-    ("catch_up", "true runs the ticks missed while the service was down (default false)"),
-    (
-        "name",
-        "a short name (`nightly`): keeps the schedule's pause and history when the list changes",
-    ),
-)
 # How many late ticks one round counts before it gives a lower bound ("at least N").
 SCAN_MAX = 100_000
 # Any instant: cron expressions are checked by building them from it.
