@@ -54,6 +54,12 @@ def test_the_tab_shows_each_schedule_with_its_next_runs_and_last_run(
     assert "Pause</button>" in page and 'hx-post="' in page
 
 
+def test_a_schedules_run_says_so_on_its_page(scheduled: Recipe, web: Client) -> None:
+    services.schedules_tick(now=datetime(2026, 12, 3, 15, 0, 5, tzinfo=UTC))
+    page = web.get(reverse("run-monitor", args=[Run.objects.get().pk])).content.decode()
+    assert "Started by the schedule hourly at 2026-12-03T15:00Z, for ada on" in page
+
+
 def test_the_tab_reports_missed_ticks(scheduled: Recipe, web: Client) -> None:
     services.schedules_tick(now=datetime(2026, 12, 3, 18, 30, tzinfo=UTC))
     page = web.get(reverse("recipe-triggers", args=[scheduled.slug])).content.decode()
