@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='run',
             name='trigger',
-            field=models.CharField(blank=True, max_length=200),
+            field=models.CharField(blank=True, db_default='', default='', max_length=200),
         ),
     ]

@@ -15,7 +15,7 @@ from runner.models import Run
 from tests.factories import recipe_document
 from triggers.models import MissedTicks, Schedule, ScheduleTick
 from triggers.schedules import selectors, services
-from workflows.models import Recipe
+from workflows.models import Recipe, RecipeVersion
 from workflows.services import recipe_import, recipe_publish, recipe_update
 
 pytestmark = pytest.mark.django_db
@@ -257,3 +257,13 @@ def test_rounds_racing_on_postgresql_start_each_tick_once(
         thread.join(30)
     assert sum(results) == 2
     assert Run.objects.count() == 2 and ScheduleTick.objects.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_version_written_outside_a_transaction_brings_its_schedules(
+    user: Any, actors: Any, clock: Clock
+) -> None:
+    recipe = recipe_import(user=user, data=scheduled(every_minute(name="news"))).recipe
+    document = recipe_document(slug="digest", schedules=[every_minute(name="news")])
+    RecipeVersion.objects.create(recipe=recipe, number=1, document=document)
+    assert Schedule.objects.get().key == "news"

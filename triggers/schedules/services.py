@@ -71,6 +71,13 @@ def schedules_sync(*, version: RecipeVersion, now: datetime | None = None) -> No
             specs = {s.key: s for s in engine.parse_recipe(version.document).schedules}
         except engine.RecipeInvalid as exc:  # published before a check it fails was added
             log.warning("%s: schedules not read: %s", version, "; ".join(exc.errors))
+    with transaction.atomic():  # the publish's own, or one of its own for a bare insert
+        _sync_rows(version, specs, now)
+
+
+def _sync_rows(
+    version: RecipeVersion, specs: dict[str, engine.ScheduleSpec], now: datetime
+) -> None:
     rows = {
         row.key: row
         for row in Schedule.objects.select_for_update().filter(recipe_id=version.recipe_id)
