@@ -446,11 +446,30 @@ if ACTOR_RATE_WINDOW_SECONDS <= 0 or ACTOR_FULL_RETRY_SECONDS <= 0:
     raise ImproperlyConfigured(
         "ACTOR_RATE_WINDOW_SECONDS and ACTOR_FULL_RETRY_SECONDS are positive numbers of seconds"
     )
+# Recipes' schedules (triggers/schedules/): how often beat asks a worker to start the runs that
+# are due, how late a tick may start before it counts as missed (not run, unless the schedule
+# catches up), and how many missed ticks a schedule that catches up runs at most.
+SCHEDULE_TICK_SECONDS = env.float("SCHEDULE_TICK_SECONDS", default=15.0)
+SCHEDULE_GRACE_SECONDS = env.float("SCHEDULE_GRACE_SECONDS", default=120.0)
+SCHEDULE_CATCH_UP_MAX = env.int("SCHEDULE_CATCH_UP_MAX", default=10)
+if not 0 < SCHEDULE_TICK_SECONDS < SCHEDULE_GRACE_SECONDS:
+    raise ImproperlyConfigured(
+        "SCHEDULE_TICK_SECONDS is a positive number of seconds, below SCHEDULE_GRACE_SECONDS"
+    )
+if SCHEDULE_CATCH_UP_MAX < 0:
+    raise ImproperlyConfigured("SCHEDULE_CATCH_UP_MAX is a number of ticks, 0 or more")
 CELERY_BEAT_SCHEDULE = {
     "reap-runs": {"task": "runner.reap_runs", "schedule": RUN_BEAT_INTERVAL_SECONDS},
     "expire-tasks": {"task": "runner.expire_tasks", "schedule": 10.0},
     "requeue-documents": {"task": "knowledge.requeue_stalled", "schedule": 60.0},
     "requeue-callbacks": {"task": "triggers.requeue_callbacks", "schedule": 60.0},
+    # Any number of beats may send it: each tick starts its run once. A message older than
+    # its interval is dropped (the next one does its work), and it goes before queued runs.
+    "schedules-tick": {
+        "task": "triggers.schedules_tick",
+        "schedule": SCHEDULE_TICK_SECONDS,
+        "options": {"expires": SCHEDULE_TICK_SECONDS, "priority": 0},
+    },
 }
 
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")

@@ -14,6 +14,7 @@ from .views import (
     reruns,
     runs,
     runs_overlay,
+    schedules,
     stats,
     testing,
     tools,
@@ -75,6 +76,16 @@ urlpatterns = [
     ),
     path("recipes/<slug:slug>/tests/", testing.recipe_tests_page, name="recipe-tests"),
     path("recipes/<slug:slug>/triggers/", triggers.triggers_panel, name="recipe-triggers"),
+    path(
+        "recipes/<slug:slug>/triggers/schedules/<slug:key>/pause/",
+        schedules.schedule_pause,
+        name="recipe-schedule-pause",
+    ),
+    path(
+        "recipes/<slug:slug>/triggers/schedules/<slug:key>/resume/",
+        schedules.schedule_resume,
+        name="recipe-schedule-resume",
+    ),
     path("recipes/<slug:slug>/stats/", stats.recipe_stats, name="recipe-stats"),
     path(
         "recipes/<slug:slug>/runs-overlay/",

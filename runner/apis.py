@@ -231,6 +231,10 @@ class RunOutput(serializers.ModelSerializer):
         allow_null=True,
         help_text="the parent's step the fork starts at: its steps before it are copies",
     )
+    trigger = serializers.CharField(
+        read_only=True,
+        help_text="what started the run when no person did (a schedule); blank otherwise",
+    )
 
     class Meta:
         model = Run
@@ -247,6 +251,7 @@ class RunOutput(serializers.ModelSerializer):
             "script",
             "error",
             "created_by",
+            "trigger",
             "created_at",
             "started_at",
             "finished_at",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from celery import current_app
 from celery.contrib.testing.worker import TestWorkController, setup_app_for_worker
@@ -26,6 +27,14 @@ log = logging.getLogger(__name__)
 
 _started = threading.Lock()
 _worker: TestWorkController | None = None
+# What apps above the runner add to each beat round (the triggers' schedules).
+_duties: list[Callable[[], object]] = []
+
+
+def add_duty(duty: Callable[[], object]) -> None:
+    """Run `duty` in each round of the embedded beat too (once, however often it is added)."""
+    if duty not in _duties:
+        _duties.append(duty)
 
 
 def start() -> TestWorkController:
@@ -60,7 +69,8 @@ def start() -> TestWorkController:
 
 def _beat() -> None:
     """Run the periodic duties: pick up stalled runs (at once on start), expire human tasks,
-    send again the messages of documents to ingest that were lost."""
+    send again the messages of documents to ingest that were lost, and those added by other
+    apps (`add_duty`)."""
     try:
         recover_on_start()
     except Exception:
@@ -71,6 +81,8 @@ def _beat() -> None:
             reap()
             tasks_expire()
             requeue_stalled()  # documents whose message a restart lost
+            for duty in _duties:
+                duty()
         except Exception:  # keep the duties alive; the next round tries again
             log.exception("embedded beat round failed")
         finally:

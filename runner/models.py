@@ -59,6 +59,10 @@ class Run(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks"
     )
     forked_at_seq = models.PositiveIntegerField(null=True, blank=True)
+    # What started the run when no person did (`schedule nightly at 2026-12-03T09:00:00Z`);
+    # blank for a run started from a page, the API or the command line.
+    # (A database default too: the bulk inserts of the index tests write rows without it.)
+    trigger = models.CharField(max_length=200, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["-created_at", "-id"]

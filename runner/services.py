@@ -120,12 +120,15 @@ def run_start(
     script: object = None,
     version: int | None = None,
     snapshot: RecipeVersion | None = None,
+    trigger: str = "",
 ) -> Run:
     """Queue a run of the recipe's latest (or a given) published version, or of `snapshot`, a
     draft snapshot of the recipe (`workflows.services.recipe_draft_snapshot`: a test run of the
-    draft as the editor shows it)."""
+    draft as the editor shows it). `trigger` says what started it when no person did."""
     item = {"inputs": inputs, "script": script}
-    return _start_runs(user, recipe, [item], version, snapshot, name_items=False)[0]
+    return _start_runs(user, recipe, [item], version, snapshot, name_items=False, trigger=trigger)[
+        0
+    ]
 
 
 def run_start_many(
@@ -151,6 +154,7 @@ def _start_runs(
     snapshot: RecipeVersion | None,
     *,
     name_items: bool,
+    trigger: str = "",
 ) -> list[Run]:
     pinned = _version_to_run(recipe, version, snapshot)
     try:
@@ -182,6 +186,7 @@ def _start_runs(
                 state=state.to_dict(),
                 next={"step": graph.steps[0].key},
                 enqueued_at=timezone.now(),
+                trigger=trigger,
             )
         )
     if errors:

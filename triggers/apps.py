@@ -5,6 +5,7 @@ tab shows them."""
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.db.models.signals import post_save
 
 
 class TriggersConfig(AppConfig):
@@ -20,3 +21,15 @@ class TriggersConfig(AppConfig):
         from .callbacks.hooks import on_events_committed
 
         run_events_committed.connect(on_events_committed, dispatch_uid="triggers.callbacks")
+
+        from runner import embedded
+        from workflows.models import RecipeVersion
+
+        from .schedules import services
+
+        # Publishing a version makes its schedules the recipe's, in the publish transaction.
+        post_save.connect(
+            services.on_version_saved, sender=RecipeVersion, dispatch_uid="triggers-schedules"
+        )
+        # The embedded default has no beat process: its beat thread runs the round.
+        embedded.add_duty(services.schedules_tick)

@@ -68,6 +68,8 @@ def document_from_recipe(recipe: Recipe) -> dict[str, Any]:
         doc["webhooks"] = recipe.webhooks
     if recipe.callbacks:  # likewise
         doc["callbacks"] = recipe.callbacks
+    if recipe.schedules:  # likewise
+        doc["schedules"] = recipe.schedules
     doc["steps"] = [_step_document(step) for step in steps]
     return doc
 
@@ -121,6 +123,7 @@ def write_recipe_rows(
     recipe.learning = doc.get("learning") or None
     recipe.webhooks = doc.get("webhooks") or None
     recipe.callbacks = doc.get("callbacks") or None
+    recipe.schedules = doc.get("schedules") or None
     recipe.draft_document = None  # the rows are the draft again
     recipe.save()
     recipe.actor_aliases.all().delete()

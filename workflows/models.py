@@ -174,6 +174,9 @@ class Recipe(models.Model):
     # Whom its runs tell of their events (format v1 `callbacks`, see workflows/engine/
     # callbacks.py); None: nobody.
     callbacks = models.JSONField(null=True, blank=True)
+    # When its runs start by themselves (format v1 `schedules`, workflows/engine/schedules.py);
+    # None: never. Only published versions run them (triggers/schedules/).
+    schedules = models.JSONField(null=True, blank=True)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="recipes"
     )

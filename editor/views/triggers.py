@@ -13,6 +13,7 @@ from triggers.webhooks.selectors import webhooks_shown
 
 from .callbacks import recipe_callbacks_context
 from .editor import editable_recipe
+from .schedules import schedules_context
 
 TRIGGERS = "editor/triggers.html"
 
@@ -23,7 +24,7 @@ def triggers_panel(request: HttpRequest, slug: str) -> HttpResponse:
     """Show the recipe's schedules, webhooks and callbacks."""
     recipe = editable_recipe(request, slug)
     version = recipe.latest_version
-    context = {"recipe": recipe, "version": version}
+    context = {"recipe": recipe, "version": version, **schedules_context(recipe)}
     context["webhooks"] = webhooks_shown(request=request, recipe=recipe, version=version)
     context |= recipe_callbacks_context(recipe, version)
     return render(request, TRIGGERS, context)

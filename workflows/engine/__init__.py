@@ -64,6 +64,12 @@ from workflows.engine.next_step import decide
 from workflows.engine.outcomes import attempt_outcome, branch_outcome
 from workflows.engine.recipe_parser import parse_recipe
 from workflows.engine.regex import compile_pattern
+from workflows.engine.schedules import Due as ScheduleDue
+from workflows.engine.schedules import Missed as ScheduleMissed
+from workflows.engine.schedules import ScheduleSpec
+from workflows.engine.schedules import describe as describe_cron
+from workflows.engine.schedules import due_ticks as due_schedule_ticks
+from workflows.engine.schedules import next_times as next_schedule_times
 from workflows.engine.scoring import evaluation_prompt, parse_score
 from workflows.engine.self_check import (
     JudgeScores,
@@ -130,6 +136,9 @@ __all__ = [
     "Route",
     "RouteExample",
     "RunState",
+    "ScheduleDue",
+    "ScheduleMissed",
+    "ScheduleSpec",
     "SourceSpec",
     "Spend",
     "StepResult",
@@ -153,7 +162,9 @@ __all__ = [
     "condition_summary",
     "confidence",
     "decide",
+    "describe_cron",
     "detect_content_type",
+    "due_schedule_ticks",
     "evaluate_condition",
     "evaluate_tree",
     "evaluation_prompt",
@@ -165,6 +176,7 @@ __all__ = [
     "learns",
     "lint_errors",
     "lint_recipe",
+    "next_schedule_times",
     "numbered",
     "parse_classifier_answer",
     "parse_judge_answer",

@@ -13,6 +13,7 @@ from workflows.engine.http_request import DEFAULT_METHOD, DEFAULT_RETRIES
 from workflows.engine.intent import DEFAULT_MAX_ATTEMPTS as DEFAULT_INTENT_ATTEMPTS
 from workflows.engine.learner import DEFAULT_SETTINGS, LearnerSettings
 from workflows.engine.output_schema import DEFAULT_ATTEMPTS as DEFAULT_SCHEMA_ATTEMPTS
+from workflows.engine.schedules import ScheduleSpec
 from workflows.engine.sources import SourceSpec
 from workflows.engine.tools import DEFAULT_MAX_TOOL_CALLS, DEFAULT_MAX_TOOL_SECONDS
 from workflows.engine.vocabulary import DEFAULT_HUMAN_OPTIONS, DEFAULT_MAX_RECLASSIFY
@@ -137,9 +138,9 @@ class StepSpec:
 @dataclass(frozen=True, slots=True)
 class RecipeGraph:
     """A whole recipe: inputs schema, actor aliases, the steps in sequence order, the
-    budget of each run (None: no limits), how its steps learn (`learner.py`), the inbound
-    webhooks that start its runs (`webhooks.py`) and whom its runs tell of their events
-    (`callbacks.py`)."""
+    budget of each run (None: no limits), how its steps learn (`learner.py`), when its runs
+    start by themselves (`schedules.py`), the inbound webhooks that start them (`webhooks.py`)
+    and whom its runs tell of their events (`callbacks.py`)."""
 
     slug: str
     name: str
@@ -151,6 +152,7 @@ class RecipeGraph:
     learning: LearnerSettings = DEFAULT_SETTINGS
     webhooks: tuple[WebhookSpec, ...] = ()
     callbacks: tuple[Callback, ...] = ()
+    schedules: tuple[ScheduleSpec, ...] = ()
     _positions: Mapping[str, int] = field(
         init=False, repr=False, compare=False, default_factory=dict
     )

@@ -27,6 +27,7 @@ from workflows.engine.graph import RecipeGraph, StepSpec
 from workflows.engine.inputs import input_type_problem
 from workflows.engine.learner import parse_learning
 from workflows.engine.reading import DocumentReader
+from workflows.engine.schedules import parse_schedules
 from workflows.engine.step_kinds.base import StepKind
 from workflows.engine.step_kinds.common import read_failure_severity
 from workflows.engine.step_kinds.registry import DEFAULT_KIND, KIND_NAMES, step_kind
@@ -103,6 +104,7 @@ class _Parser(DocumentReader):
         learning = parse_learning(doc.get("learning"), self.error)
         webhooks = parse_webhooks(doc.get("webhooks"), self.error, self.input_names)
         callbacks = parse_callbacks(doc.get("callbacks"), self.error)
+        schedules = parse_schedules(doc.get("schedules"), self.error, self.inputs)
         if self.errors:
             raise RecipeInvalid(self.errors)
         return RecipeGraph(
@@ -116,6 +118,7 @@ class _Parser(DocumentReader):
             learning=learning,
             webhooks=webhooks,
             callbacks=callbacks,
+            schedules=schedules,
         )
 
     def parse_inputs(self, value: object) -> None:

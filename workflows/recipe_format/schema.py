@@ -34,6 +34,7 @@ from workflows.engine.learner import (
     MAX_VARIANTS,
 )
 from workflows.engine.output_schema import MAX_ATTEMPTS as MAX_SCHEMA_ATTEMPTS
+from workflows.engine.schedules import MAX_SCHEDULES
 from workflows.engine.severity import SEVERITIES
 from workflows.engine.sources import (
     DEFAULT_MIN_SCORE,
@@ -219,6 +220,15 @@ class Callback(_Strict):
     )
     url: str = Field(min_length=1, max_length=MAX_URL_CHARS)
     secret_env: str = Field(min_length=1, max_length=200)
+class Schedule(_Strict):
+    """When runs of the recipe start by themselves (`workflows/engine/schedules.py`)."""
+
+    name: str | None = Field(None, max_length=50)
+    cron: str = Field(max_length=200)
+    timezone: str = Field("UTC", max_length=64)
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    active: bool = True
+    catch_up: bool = False
 
 
 class RecipeDocument(_Strict):
@@ -235,6 +245,7 @@ class RecipeDocument(_Strict):
     learning: Learning | None = None
     webhooks: list[Webhook] | None = Field(None, max_length=MAX_HOOKS)
     callbacks: list[Callback] | None = Field(None, max_length=MAX_CALLBACKS)
+    schedules: list[Schedule] | None = Field(None, max_length=MAX_SCHEDULES)
 
 
 def json_schema() -> dict[str, Any]:
