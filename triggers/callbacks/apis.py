@@ -31,7 +31,7 @@ class AttemptOutput(serializers.ModelSerializer):
         ]
 
 
-class DeliveryOutput(serializers.ModelSerializer):
+class CallbackDeliveryOutput(serializers.ModelSerializer):
     id = serializers.CharField(help_text="the message's webhook-id")
     attempt_log = AttemptOutput(many=True, read_only=True)
 
@@ -55,14 +55,14 @@ class DeliveryOutput(serializers.ModelSerializer):
 
 
 class RunCallbacksApi(APIView):
-    @extend_schema(responses=DeliveryOutput(many=True))
+    @extend_schema(responses=CallbackDeliveryOutput(many=True))
     def get(self, request: Request, run_id: int) -> Response:
         run = run_get(user=request.user, run_id=run_id)
-        return Response(DeliveryOutput(selectors.run_deliveries(run), many=True).data)
+        return Response(CallbackDeliveryOutput(selectors.run_deliveries(run), many=True).data)
 
 
 class CallbackResendApi(APIView):
-    @extend_schema(request=None, responses={202: DeliveryOutput, **errors(409)})
+    @extend_schema(request=None, responses={202: CallbackDeliveryOutput, **errors(409)})
     def post(self, request: Request, run_id: int, delivery_id: str) -> Response:
         run = run_get(user=request.user, run_id=run_id)
         delivery = selectors.delivery_of_run(run=run, delivery_id=delivery_id)
@@ -72,4 +72,4 @@ class CallbackResendApi(APIView):
             delivery = services.delivery_resend(delivery=delivery)
         except services.DeliveryBusy as exc:
             return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
-        return Response(DeliveryOutput(delivery).data, status=status.HTTP_202_ACCEPTED)
+        return Response(CallbackDeliveryOutput(delivery).data, status=status.HTTP_202_ACCEPTED)

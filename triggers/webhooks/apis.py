@@ -22,7 +22,7 @@ from workflows.apis.schema import ErrorOutput
 from . import services
 
 
-class DeliveryOutput(serializers.Serializer):
+class WebhookDeliveryOutput(serializers.Serializer):
     run = serializers.IntegerField(help_text="the id of the run the delivery started")
     url = serializers.URLField(help_text="the run in the API")
     delivery = serializers.IntegerField(help_text="the id of the recorded delivery")
@@ -64,8 +64,8 @@ class WebhookApi(APIView):
         request={"application/json": {"type": "object"}},
         parameters=SIGNATURE_HEADERS,
         responses={
-            200: DeliveryOutput,
-            201: DeliveryOutput,
+            200: WebhookDeliveryOutput,
+            201: WebhookDeliveryOutput,
             401: _refusal("The signature is missing, forged, stale or replayed."),
             409: _refusal("The recipe is not published, or its version cannot run."),
             413: _refusal("The body is larger than WEBHOOK_MAX_BYTES."),
@@ -91,7 +91,7 @@ class WebhookApi(APIView):
                 response["Retry-After"] = str(exc.retry_after)
             return response
         run = received.run
-        output = DeliveryOutput(
+        output = WebhookDeliveryOutput(
             {
                 "run": run.pk,
                 "url": request.build_absolute_uri(reverse("run-detail", kwargs={"run_id": run.pk})),

@@ -17,13 +17,13 @@ from workflows.engine.budget import (
     MAX_TOKENS_LIMIT,
     MIN_COST_LIMIT,
 )
+from workflows.engine.callbacks import CALLBACK_EVENT_TYPES, MAX_CALLBACKS, MAX_URL_CHARS
 from workflows.engine.http_request import (
     MAX_HEADERS,
     MAX_QUERY,
     MAX_RETRIES,
     MAX_SECRET_ENV,
 )
-from workflows.engine.callbacks import CALLBACK_EVENT_TYPES, MAX_CALLBACKS, MAX_URL_CHARS
 from workflows.engine.intent import MAX_ATTEMPTS_LIMIT as MAX_INTENT_ATTEMPTS
 from workflows.engine.learner import (
     DEFAULT_HALF_LIFE,
@@ -212,6 +212,8 @@ class Webhook(_Strict):
     name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
     secret_env: str = Field(min_length=1, max_length=MAX_ENV_NAME_LENGTH)
     inputs: dict[str, str] | None = None
+
+
 class Callback(_Strict):
     """Whom the recipe's runs tell of their events (`workflows/engine/callbacks.py`)."""
 
@@ -220,6 +222,8 @@ class Callback(_Strict):
     )
     url: str = Field(min_length=1, max_length=MAX_URL_CHARS)
     secret_env: str = Field(min_length=1, max_length=200)
+
+
 class Schedule(_Strict):
     """When runs of the recipe start by themselves (`workflows/engine/schedules.py`)."""
 
