@@ -91,6 +91,7 @@ def test_it_starts_a_run_of_the_owner_from_a_signed_delivery(
     delivery = WebhookDelivery.objects.get()
     assert (delivery.pk, delivery.run, delivery.status) == (answer["delivery"], run, "accepted")
     assert run.webhook_delivery.hook == "ticket"  # the run knows the hook it came from
+    assert run.trigger == "webhook ticket, message msg_first"
     finished = drive(run)
     assert finished.status == RunStatus.SUCCEEDED
     assert "a lighthouse" in finished.steps.get().prompt

@@ -55,6 +55,7 @@ ID_HEADER, TIMESTAMP_HEADER, SIGNATURE_HEADER = (
 )
 MAX_ID_LENGTH = 255
 RATE_WINDOW_SECONDS = 60
+TRIGGER_CHARS: int = Run._meta.get_field("trigger").max_length  # type: ignore[assignment]
 
 
 class HookRefused(Exception):
@@ -161,6 +162,8 @@ def webhook_receive(*, slug: str, name: str, body: bytes, headers: Mapping[str, 
                 recipe=hook.recipe,
                 inputs=inputs,
                 version=hook.version.number,
+                # Shown on the run's page and in the API, as a schedule's runs say theirs.
+                trigger=f"webhook {hook.spec.name}, message {message_id}"[:TRIGGER_CHARS],
             )
             delivery.run = run
             delivery.save(update_fields=["run"])
