@@ -1,0 +1,30 @@
+"""Which environment variables a recipe may read: its secrets.
+
+An http step's `secret_env`, a webhook's and a callback's `secret_env` name env vars whose
+values are sent or signed with and never kept. A recipe's author is not the server's operator,
+so a recipe may read only the variables the operator set aside for recipes: those whose names
+begin with `SECRET_ENV_PREFIX`. Never `SECRET_KEY`, `DATABASE_URL` or a provider's key.
+"""
+
+from __future__ import annotations
+
+import re
+
+SECRET_ENV_PREFIX = "BRANCHLINE_SECRET_"
+MAX_SECRET_ENV_CHARS = 100
+_NAME = re.compile(re.escape(SECRET_ENV_PREFIX) + r"[A-Z0-9_]+")
+
+
+def secret_env_problem(name: object) -> str | None:
+    """Return why `name` cannot name a recipe's secret (None: it can)."""
+    if not isinstance(name, str) or not name:
+        return f"must name an env var beginning with {SECRET_ENV_PREFIX}"
+    if len(name) > MAX_SECRET_ENV_CHARS:
+        return f"at most {MAX_SECRET_ENV_CHARS} characters"
+    if not _NAME.fullmatch(name):
+        return (
+            f"{name[:40]!r} is not a recipe secret: a recipe reads only env vars named "
+            f"{SECRET_ENV_PREFIX}NAME (capitals, digits and _), which the server's operator "
+            "sets aside for recipes"
+        )
+    return None
