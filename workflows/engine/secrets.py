@@ -23,8 +23,8 @@ def secret_env_problem(name: object) -> str | None:
         return f"at most {MAX_SECRET_ENV_CHARS} characters"
     if not _NAME.fullmatch(name):
         return (
-            f"{name[:40]!r} is not a recipe secret: a recipe reads only env vars named "
-            f"{SECRET_ENV_PREFIX}NAME (capitals, digits and _), which the server's operator "
-            "sets aside for recipes"
+            # The name is not repeated: a secret pasted here by mistake is not shown again.
+            f"not a recipe secret: a recipe reads only env vars named {SECRET_ENV_PREFIX}NAME "
+            "(capitals, digits and _), which the server's operator sets aside for recipes"
         )
     return None
