@@ -26,9 +26,9 @@ FETCH = {
     "prompt": "",
     "method": "POST",
     "url": "https://api.example.com/items",
-    "headers": {"Authorization": "Bearer {secrets.API_TOKEN}"},
+    "headers": {"Authorization": "Bearer {secrets.BRANCHLINE_SECRET_API_TOKEN}"},
     "body": {"name": "{topic}"},
-    "secret_env": ["API_TOKEN"],
+    "secret_env": ["BRANCHLINE_SECRET_API_TOKEN"],
     "branches": [],
 }
 
@@ -46,10 +46,10 @@ def request_data(doc: dict[str, Any], **fields: str) -> Any:
         {
             "http-method": "POST",
             "http-url": "https://api.example.com/items",
-            "http-headers": '{"Authorization": "Bearer {secrets.API_TOKEN}"}',
+            "http-headers": '{"Authorization": "Bearer {secrets.BRANCHLINE_SECRET_API_TOKEN}"}',
             "http-query": "",
             "http-body": '{"name": "{topic}"}',
-            "http-secret_env": "API_TOKEN",
+            "http-secret_env": "BRANCHLINE_SECRET_API_TOKEN",
             "http-retries": "",
         }
     )
@@ -85,7 +85,9 @@ def test_the_engines_errors_show_on_the_request_fields(story: Recipe) -> None:
     )
     assert not form.is_valid()
     assert form.http.errors["url"][0].startswith("must begin with http:// or https://")
-    assert "add API_TOKEN to the step's secret_env" in form.http.errors["headers"][0]
+    assert (
+        "add BRANCHLINE_SECRET_API_TOKEN to the step's secret_env" in form.http.errors["headers"][0]
+    )
 
 
 def test_headers_that_are_not_an_object_are_refused(story: Recipe) -> None:

@@ -11,6 +11,12 @@ from tests.engine.builders import graph, recipe
 from workflows.engine import RecipeInvalid, parse_recipe, read_script_http
 from workflows.engine.http_request import render_body
 
+TOKEN = "BRANCHLINE_SECRET_API_TOKEN"
+HOST_FROM_A_TEMPLATE = (
+    "its scheme and host are written out, not taken from a template (placeholders go after "
+    "the first /, ? or #)"
+)
+
 
 def fetch(**fields: Any) -> dict[str, Any]:
     return {"key": "fetch", "name": "Fetch", "kind": "http", "url": "https://x.test/a", **fields}
@@ -33,19 +39,23 @@ def test_it_reads_every_field_given() -> None:
     step = graph(
         fetch(
             method="post",
-            url="https://{topic}.example.com/items",
-            headers={"Authorization": "Bearer {secrets.API_TOKEN}"},
+            url="https://api.example.com/items/{topic}?q={topic}#{topic}",
+            headers={"Authorization": "Bearer {secrets.BRANCHLINE_SECRET_API_TOKEN}"},
             query={"q": "{topic}"},
             body={"name": "{topic}", "tags": ["{topic}", 3]},
-            secret_env=["API_TOKEN"],
+            secret_env=["BRANCHLINE_SECRET_API_TOKEN"],
             retries=0,
             timeout_s=5,
         )
     ).steps[0]
     assert step.method == "POST"
-    assert step.headers == {"Authorization": "Bearer {secrets.API_TOKEN}"}
+    assert step.headers == {"Authorization": "Bearer {secrets.BRANCHLINE_SECRET_API_TOKEN}"}
     assert step.body == {"name": "{topic}", "tags": ["{topic}", 3]}
-    assert (step.secret_env, step.retries, step.timeout_s) == (("API_TOKEN",), 0, 5)
+    assert (step.secret_env, step.retries, step.timeout_s) == (
+        ("BRANCHLINE_SECRET_API_TOKEN",),
+        0,
+        5,
+    )
 
 
 def test_a_templated_method_is_kept_for_the_runner_to_check() -> None:
@@ -67,19 +77,27 @@ def test_a_templated_method_is_kept_for_the_runner_to_check() -> None:
         ({"headers": {"Host": "x"}}, "steps[0].headers.Host: Host is set by the request itself"),
         ({"headers": {"X": 3}}, "steps[0].headers.X: must be a template (text), got int"),
         ({"headers": ["x"]}, "steps[0].headers: must be an object, got list"),
-        ({"query": {"q": "{secrets.TOKEN}"}}, "steps[0].query.q: {secrets.TOKEN}: add TOKEN to"),
         (
-            {"headers": {"A": "{secrets.OTHER}"}, "secret_env": ["TOKEN"]},
-            "steps[0].headers.A: {secrets.OTHER}: add OTHER to the step's secret_env (it lists "
-            "TOKEN)",
+            {"query": {"q": f"{{secrets.{TOKEN}}}"}},
+            f"steps[0].query.q: {{secrets.{TOKEN}}}: add {TOKEN} to",
         ),
         (
-            {"method": "POST", "body": {"k": ["{secrets.TOKEN}"]}},
-            "steps[0].body.k[0]: {secrets.TOKEN}: add TOKEN",
+            {"headers": {"A": "{secrets.BRANCHLINE_SECRET_B}"}, "secret_env": [TOKEN]},
+            "steps[0].headers.A: {secrets.BRANCHLINE_SECRET_B}: add BRANCHLINE_SECRET_B to the "
+            f"step's secret_env (it lists {TOKEN})",
         ),
-        ({"secret_env": "TOKEN"}, "steps[0].secret_env: must be a list of env var names"),
-        ({"secret_env": ["A-B"]}, "steps[0].secret_env[0]: must be an env var name"),
-        ({"secret_env": ["A", "A"]}, "steps[0].secret_env[1]: A is listed twice"),
+        (
+            {"method": "POST", "body": {"k": [f"{{secrets.{TOKEN}}}"]}},
+            f"steps[0].body.k[0]: {{secrets.{TOKEN}}}: add {TOKEN}",
+        ),
+        (
+            {"headers": {"A": "{secrets.SECRET_KEY}"}},
+            "steps[0].headers.A: {secrets.SECRET_KEY}: not a recipe secret: a recipe reads only "
+            "env vars named BRANCHLINE_SECRET_NAME",
+        ),
+        ({"secret_env": TOKEN}, "steps[0].secret_env: must be a list of env var names"),
+        ({"secret_env": [f"{TOKEN}-B"]}, "steps[0].secret_env[0]: not a recipe secret"),
+        ({"secret_env": [TOKEN, TOKEN]}, f"steps[0].secret_env[1]: {TOKEN} is listed twice"),
         ({"retries": 11}, "steps[0].retries: must be a whole number from 0 to 10, got 11"),
         ({"retries": -1}, "steps[0].retries: must be a whole number from 0 to 10"),
     ],
@@ -132,3 +150,29 @@ def test_a_script_answers_with_text_a_status_and_body_or_an_error() -> None:
 )
 def test_it_refuses_a_bad_scripted_answer(value: Any, problem: str) -> None:
     assert read_script_http(value, "script.x")[1] == [problem]
+
+
+@pytest.mark.parametrize("name", ["SECRET_KEY", "DATABASE_URL", "OPENAI_API_KEY", "api_token"])
+def test_secret_env_may_name_only_a_recipes_secret(name: str) -> None:
+    found = errors(fetch(headers={"A": f"{{secrets.{name}}}"}, secret_env=[name]))
+    assert found[0] == (
+        "steps[0].secret_env[0]: not a recipe secret: a recipe reads only env vars named "
+        "BRANCHLINE_SECRET_NAME (capitals, digits and _), which the server's operator sets "
+        "aside for recipes"
+    )
+    assert name not in found[0]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://api.example.com{path}",
+        "https://{topic}.example.com/items",
+        "https://{topic}/items",
+        "http://api.example.com:{topic}/",
+        "https://user:{secrets.BRANCHLINE_SECRET_API_TOKEN}@api.example.com/",
+    ],
+)
+def test_the_urls_host_cannot_come_from_a_template(url: str) -> None:
+    found = errors(fetch(url=url, secret_env=[TOKEN]))
+    assert any(e.startswith(f"steps[0].url: {HOST_FROM_A_TEMPLATE}") for e in found), found

@@ -31,10 +31,10 @@ def document(**fields: Any) -> dict[str, Any]:
                 "timeout_s": 20,
                 "method": "POST",
                 "url": "https://api.example.com/items",
-                "headers": {"Authorization": "Bearer {secrets.API_TOKEN}"},
+                "headers": {"Authorization": "Bearer {secrets.BRANCHLINE_SECRET_API_TOKEN}"},
                 "query": {"dry": "false"},
                 "body": {"name": "{item}", "tags": ["new"]},
-                "secret_env": ["API_TOKEN"],
+                "secret_env": ["BRANCHLINE_SECRET_API_TOKEN"],
                 "retries": 3,
                 "branches": [
                     {
@@ -60,7 +60,10 @@ def test_it_exports_the_http_step_and_its_status_branch_as_imported(user: Any) -
     ("fields", "error"),
     [
         ({"url": "file:///etc/passwd"}, "steps[0].url: must begin with http:// or https://"),
-        ({"secret_env": []}, "steps[0].headers.Authorization: {secrets.API_TOKEN}: add API_TOKEN"),
+        (
+            {"secret_env": []},
+            "steps[0].headers.Authorization: {secrets.BRANCHLINE_SECRET_API_TOKEN}: add BRANCHLINE_SECRET_API_TOKEN",
+        ),
         ({"retries": 99}, "steps[0].retries:"),
     ],
 )

@@ -30,9 +30,8 @@ DEFAULT_TIMEOUT_S = 30
 MAX_HEADERS = 50
 MAX_QUERY = 50
 MAX_SECRET_ENV = 20
-# A header's name is an HTTP token (RFC 9110 §5.6.2); an env var's name an identifier.
+# A header's name is an HTTP token (RFC 9110 §5.6.2).
 HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Headers the request's own framing and destination set: a step may not set them.
 RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 # Statuses a request is sent again for (with backoff, honouring Retry-After).
@@ -56,7 +55,9 @@ def method_problem(method: str) -> str | None:
 def url_problem(template: str) -> str | None:
     """Say why an http step's url template cannot give an http(s) URL, or None.
 
-    The scheme is written out, never a placeholder's: the runner's guard checks the host.
+    The scheme and host are written out, never a placeholder's: an input or an answer could
+    otherwise point the request (and its secrets) at another server (`{path}` giving
+    `.evil.com/x`). Placeholders go in the path, the query or the fragment.
     """
     head = template.strip().lower()
     if not head.startswith(SCHEMES):
@@ -67,6 +68,12 @@ def url_problem(template: str) -> str | None:
     rest = head.split("://", 1)[1]
     if not rest or rest[0] in "/?#":
         return f"has no host, got {template!r}"
+    host = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    if "{" in host or "}" in host:
+        return (
+            "its scheme and host are written out, not taken from a template (placeholders "
+            f"go after the first /, ? or #), got {template!r}"
+        )
     return None
 
 

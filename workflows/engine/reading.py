@@ -11,6 +11,7 @@ from typing import Any
 
 from workflows.engine.checks import actor_alias_problem, listed
 from workflows.engine.errors import TemplateError
+from workflows.engine.secrets import secret_env_problem
 from workflows.engine.templating import (
     SOURCES_NAME,
     secret_reference,
@@ -143,6 +144,9 @@ def _secret_problem(name: str, secrets: Collection[str] | None) -> str | None:
             "url, headers, query and body"
         )
     if name not in secrets:
+        problem = secret_env_problem(name)
+        if problem is not None:  # listing it would not help
+            return f"{{secrets.{name}}}: {problem}"
         listed_names = ", ".join(sorted(secrets)) or "none"
         return f"{{secrets.{name}}}: add {name} to the step's secret_env (it lists {listed_names})"
     return None

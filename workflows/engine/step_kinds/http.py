@@ -18,7 +18,6 @@ from workflows.engine.http_request import (
     BODILESS,
     DEFAULT_METHOD,
     DEFAULT_RETRIES,
-    ENV_NAME,
     MAX_HEADERS,
     MAX_QUERY,
     MAX_RETRIES,
@@ -30,6 +29,7 @@ from workflows.engine.http_request import (
     url_problem,
 )
 from workflows.engine.reading import DocumentReader
+from workflows.engine.secrets import secret_env_problem
 from workflows.engine.step_kinds.base import StepKind
 from workflows.engine.step_kinds.common import FAILURE_SEVERITY
 from workflows.engine.templating import template_names
@@ -83,8 +83,9 @@ def _secret_env(value: object, path: str, reader: DocumentReader) -> tuple[str, 
         return ()
     names: list[str] = []
     for i, name in enumerate(value):
-        if not isinstance(name, str) or not ENV_NAME.fullmatch(name):
-            reader.error(f"{path}[{i}]", f"must be an env var name (A-Z, 0-9, _), got {name!r}")
+        problem = secret_env_problem(name)
+        if problem is not None:
+            reader.error(f"{path}[{i}]", problem)
         elif name in names:
             reader.error(f"{path}[{i}]", f"{name} is listed twice")
         else:
@@ -145,9 +146,9 @@ STEP_KIND = StepKind(
     label="HTTP request",
     help=(
         "Sends one HTTP request, with no model call: method, url, headers, query and body are "
-        "templates ({secrets.NAME} reads env var NAME, listed in secret_env, and is never "
-        "stored or shown). Its response is the body's text; a JSON object overlays the run's "
-        "facts. 429 and 5xx are retried; any other status but 2xx fails the step."
+        "templates ({secrets.NAME} reads env var NAME, a BRANCHLINE_SECRET_ one listed in "
+        "secret_env, never stored or shown). Its response is the body's text; a JSON object "
+        "overlays the run's facts. 429 and 5xx are retried; any other status but 2xx fails the step."
     ),
     fields=(
         FieldSpec(
@@ -163,13 +164,19 @@ STEP_KIND = StepKind(
             "URL",
             "template",
             required=True,
-            help="http:// or https://, written out; the host must pass the address guard.",
+            help=(
+                "http:// or https:// and the host, written out (templates only after them); "
+                "the host must pass the address guard."
+            ),
         ),
         FieldSpec(
             "headers",
             "Headers",
             "text",
-            help='JSON: an object of header name: template ("Bearer {secrets.API_TOKEN}").',
+            help=(
+                "JSON: an object of header name: template "
+                '("Bearer {secrets.BRANCHLINE_SECRET_API}").'
+            ),
         ),
         FieldSpec(
             "query",
@@ -190,7 +197,10 @@ STEP_KIND = StepKind(
             "secret_env",
             "Secrets (env vars)",
             "list",
-            help="The env vars the templates may read as {secrets.NAME}.",
+            help=(
+                "The env vars the templates may read as {secrets.NAME}: only names that begin "
+                "with BRANCHLINE_SECRET_."
+            ),
         ),
         FieldSpec(
             "timeout_s",
