@@ -3,10 +3,12 @@
 The answer is the response body's text (a JSON object overlays the run's facts, as any
 step's does). Every hop is checked by the guard of actors and tool servers
 (PROVIDER_URL_ALLOWLIST): the origin when the hop is sent, its addresses again when the
-transport connects; a redirect is followed only once its target passed the same check, and a
-step's secret headers never follow one to another origin. 408, 425, 429, 5xx and broken
+transport connects; a redirect is followed only once its target passed the same check, a step's
+secret headers never follow one to another origin, and a body holding a secret is never sent
+again to another origin (the step fails instead). 408, 425, 429, 5xx and broken
 connections are retried with backoff (Retry-After honoured) within the step's `timeout_s`;
-a body past HTTP_STEP_MAX_RESPONSE_BYTES fails the step and nothing of it is kept.
+a body past HTTP_STEP_MAX_RESPONSE_BYTES (counted as decoded, so a compressed body is no way
+around it) fails the step and nothing of it is kept.
 
 Secrets come from the env vars in `secret_env`; their values are redacted from everything
 recorded (the request, the answer, errors), so they are never stored, exported or shown.
@@ -15,6 +17,7 @@ recorded (the request, the answer, errors), so they are never stored, exported o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -39,10 +42,12 @@ from workflows.engine.http_request import (
     DEFAULT_TIMEOUT_S,
     RETRY_STATUSES,
     ScriptedResponse,
+    body_templates,
     method_problem,
     render_body,
     script_key,
 )
+from workflows.engine.secrets import secret_env_problem
 from workflows.engine.templating import secret_reference, template_names
 from workflows.guarded_http import BodyTooLarge, DeadlinePassed, call_deadline, guarded_client
 
@@ -72,13 +77,15 @@ class _Failed(Exception):
 
 @dataclass
 class _Request:
-    """The rendered request (secrets in it), and which of its headers carry a secret."""
+    """The rendered request (secrets in it); which of its headers, and whether its body,
+    carry a secret."""
 
     method: str
     url: str
     headers: dict[str, str]
     content: bytes | None
     secret_headers: frozenset[str]
+    secret_body: bool
 
 
 @dataclass
@@ -95,7 +102,7 @@ class _Redactor:
     """Replace each secret's value (as is and URL-encoded) by REDACTED in recorded text."""
 
     def __init__(self, values: Iterable[str]) -> None:
-        forms = {form for v in values if v for form in (v, quote(v, safe=""), quote_plus(v))}
+        forms = {form for v in values if v for form in _encodings(v)}
         # Longest first: a secret that holds another is replaced whole.
         self._forms = sorted(forms, key=len, reverse=True)
 
@@ -103,6 +110,18 @@ class _Redactor:
         for form in self._forms:
             text = text.replace(form, REDACTED)
         return text
+
+
+def _encodings(value: str) -> set[str]:
+    """Return the forms a secret's value takes in recorded text: as is, URL-encoded, and as
+    httpx encodes it in a URL's path or query (`ab c/d` in a path: `ab%20c/d`)."""
+    forms = {value, quote(value, safe=""), quote_plus(value)}
+    for base in ("http://x.test/", "http://x.test/?"):
+        # A value httpx cannot put in a URL is never sent in one.
+        with contextlib.suppress(httpx.InvalidURL, ValueError):
+            forms.add(str(httpx.URL(base + value)).removeprefix(base))
+    forms.discard("")
+    return forms
 
 
 def execute(session: Session) -> StepOutcome:
@@ -179,7 +198,12 @@ def _scripted_answers(session: Session) -> list[dict[str, Any]] | None:
 
 def _secrets(step: engine.StepSpec, *, scripted: bool) -> dict[str, str]:
     """Read each env var of the step's `secret_env` (a dry run answered from its script sends
-    nothing, and reads none: each is REDACTED)."""
+    nothing, and reads none: each is REDACTED). A name that is not a recipe's secret (a
+    recipe stored before the rule) is refused, its variable never read."""
+    for name in step.secret_env:
+        problem = secret_env_problem(name)
+        if problem is not None:
+            raise _Failed(f"secret_env: {problem}", retryable=False)
     if scripted:
         return {name: REDACTED for name in step.secret_env}
     secrets: dict[str, str] = {}
@@ -209,25 +233,33 @@ def _render(session: Session, step: engine.StepSpec, secrets: Mapping[str, str])
         if not value.isascii():
             raise _Failed(f"headers.{name}: its value is not ASCII text", retryable=False)
         headers[name] = value
-        if any(secret_reference(n) is not None for n in template_names(template)):
+        if _names_a_secret(template):
             secret_headers.add(name.lower())
     query = {name: render(template) for name, template in step.query.items()}
     content: bytes | None = None
+    secret_body = False
     if step.body is not None and method not in BODILESS:
         body = render_body(step.body, render)
+        secret_body = any(_names_a_secret(t) for t, _ in body_templates(step.body, "body"))
         if isinstance(body, str):
             content = body.encode()
-            headers.setdefault("Content-Type", "text/plain; charset=utf-8")
+            content_type = "text/plain; charset=utf-8"
         else:
             content = json.dumps(body, ensure_ascii=False).encode()
-            if not any(k.lower() == "content-type" for k in headers):
-                headers["Content-Type"] = "application/json"
+            content_type = "application/json"
+        # Header names are case-insensitive: a step's own `content-type` stands alone.
+        if not any(k.lower() == "content-type" for k in headers):
+            headers["Content-Type"] = content_type
     try:
         parsed = httpx.URL(render(step.url).strip())
         url = str(parsed.copy_merge_params(query) if query else parsed)
     except (httpx.InvalidURL, ValueError, TypeError) as exc:
         raise _Failed(f"url cannot be read: {exc}", retryable=False) from None
-    return _Request(method, url, headers, content, frozenset(secret_headers))
+    return _Request(method, url, headers, content, frozenset(secret_headers), secret_body)
+
+
+def _names_a_secret(template: str) -> bool:
+    return any(secret_reference(n) is not None for n in template_names(template))
 
 
 class _Exchange:
@@ -355,6 +387,16 @@ class _Exchange:
                 method, content = "GET", None
                 headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}
             if _origin(next_url) != origin:
+                if content is not None and request.secret_body:
+                    # A 307 or 308 (a 301 or 302 but of a POST) sends the body again: its
+                    # secrets are not for that server.
+                    raise _Failed(
+                        self.redact(
+                            f"redirect {hop + 1} to {next_url} is to another origin and would "
+                            "send the body again, with the secrets it holds; not followed"
+                        ),
+                        retryable=False,
+                    )
                 # Secrets were meant for the server the step names, not for where it points.
                 headers = {
                     k: v
@@ -372,11 +414,19 @@ class _Exchange:
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_bytes:
             raise BodyTooLarge()
-        body = response.read()
+        # The cap counts the body as decoded: a few KB of gzip can unpack to gigabytes.
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > self.max_bytes:
+                raise BodyTooLarge()
+            chunks.append(chunk)
+        body = b"".join(chunks)
         retry_after = retry_after_header(response.headers, limit=None)
         return _Answer(
             status=response.status_code,
-            text=response.text,
+            text=body.decode(response.encoding or "utf-8", errors="replace"),
             size=len(body),
             content_type=response.headers.get("content-type", ""),
             retry_after=retry_after,

@@ -7,12 +7,15 @@ Routes: `/json` (an object), `/text`, `/echo` (the request's headers, query and 
 JSON), `/limited?after=S` (429 with `Retry-After: S`, default 1, on the first
 request, then 200), `/broken`
 (always 500), `/slow` (answers after `slow_s`), `/huge` (`huge_bytes` bytes, with or without
-a length: `/huge?chunked=1`), `/redirect?to=URL` (302 to URL). Every request is kept in
-`requests` with the time it came.
+a length: `/huge?chunked=1`), `/gzip?bytes=N` (N bytes of `x`, default 10 MB, sent gzipped:
+a few KB on the wire), `/redirect?to=URL&status=S` (S, default 302, to URL). Every request is
+kept in `requests` with the time it came.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import json
 import threading
 import time
@@ -120,8 +123,11 @@ class HttpTestServer:
             self._send(handler, 200, "late", "text/plain")
         elif route == "/huge":
             self._huge(handler, chunked=query.get("chunked") == "1")
+        elif route == "/gzip":
+            self._gzip(handler, int(query.get("bytes", 10_000_000)))
         elif route == "/redirect":
-            self._send(handler, 302, "", "text/plain", {"Location": query.get("to", "/")})
+            status = int(query.get("status", 302))
+            self._send(handler, status, "", "text/plain", {"Location": query.get("to", "/")})
         else:
             self._send(handler, 404, "no such route", "text/plain")
 
@@ -141,6 +147,16 @@ class HttpTestServer:
             handler.send_header(name, value)
         handler.end_headers()
         if handler.command != "HEAD":
+            handler.wfile.write(data)
+
+    def _gzip(self, handler: BaseHTTPRequestHandler, size: int) -> None:
+        data = gzip.compress(b"x" * size)
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/plain")
+        handler.send_header("Content-Encoding", "gzip")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        with contextlib.suppress(OSError):  # the client stopped reading
             handler.wfile.write(data)
 
     def _huge(self, handler: BaseHTTPRequestHandler, *, chunked: bool) -> None:

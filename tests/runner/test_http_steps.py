@@ -4,7 +4,9 @@ started by the service and executed by the runner; and a dry run's scripted answ
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,9 +16,11 @@ from django.test import Client
 from runner import reruns, services
 from runner.inputs import InputsInvalid
 from runner.models import Run, RunEvent, StepRun
+from runner.steps import http as http_executor
 from tests.factories import UserFactory
 from tests.runner.http_server import HttpTestServer
 from tests.runner.recipes import branch, drive, publish_document, steps
+from workflows.engine import parse_recipe
 from workflows.models import Recipe
 
 pytestmark = pytest.mark.django_db
@@ -307,16 +311,19 @@ def test_a_url_the_guard_refuses_fails_the_step_with_the_reason(owner: Any, sett
 def test_a_secret_is_sent_but_never_stored_shown_or_exported(
     owner: Any, server: HttpTestServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("HTTP_TEST_TOKEN", SECRET)
+    monkeypatch.setenv("BRANCHLINE_SECRET_HTTP_TEST_TOKEN", SECRET)
     recipe = publish(
         owner,
         [
             http_step(
                 "auth",
                 server.url("/echo"),
-                headers={"Authorization": "Bearer {secrets.HTTP_TEST_TOKEN}", "X-Item": "{item}"},
-                query={"key": "{secrets.HTTP_TEST_TOKEN}"},
-                secret_env=["HTTP_TEST_TOKEN"],
+                headers={
+                    "Authorization": "Bearer {secrets.BRANCHLINE_SECRET_HTTP_TEST_TOKEN}",
+                    "X-Item": "{item}",
+                },
+                query={"key": "{secrets.BRANCHLINE_SECRET_HTTP_TEST_TOKEN}"},
+                secret_env=["BRANCHLINE_SECRET_HTTP_TEST_TOKEN"],
             ),
             http_step(
                 "next",
@@ -359,7 +366,9 @@ def test_a_secret_is_sent_but_never_stored_shown_or_exported(
     ]
     for text in shown + stored:
         assert SECRET not in text
-    assert "HTTP_TEST_TOKEN" in shown[2]  # the export names the env var, not its value
+    assert (
+        "BRANCHLINE_SECRET_HTTP_TEST_TOKEN" in shown[2]
+    )  # the export names the env var, not its value
     # The monitor shows the request as it was recorded.
     assert f"GET {server.url('/echo?key=***')}" in shown[3]
     assert "Authorization: Bearer ***" in shown[3]
@@ -368,15 +377,15 @@ def test_a_secret_is_sent_but_never_stored_shown_or_exported(
 def test_a_missing_secret_env_var_fails_the_step_naming_it(
     owner: Any, server: HttpTestServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("HTTP_TEST_ABSENT", raising=False)
+    monkeypatch.delenv("BRANCHLINE_SECRET_HTTP_TEST_ABSENT", raising=False)
     recipe = publish(
         owner,
         [
             http_step(
                 "auth",
                 server.url("/echo"),
-                headers={"Authorization": "{secrets.HTTP_TEST_ABSENT}"},
-                secret_env=["HTTP_TEST_ABSENT"],
+                headers={"Authorization": "{secrets.BRANCHLINE_SECRET_HTTP_TEST_ABSENT}"},
+                secret_env=["BRANCHLINE_SECRET_HTTP_TEST_ABSENT"],
             )
         ],
     )
@@ -384,7 +393,10 @@ def test_a_missing_secret_env_var_fails_the_step_naming_it(
     done = run(owner, recipe)
 
     assert done.status == "failed"
-    assert steps(done)["auth"].error == "secret_env: env var HTTP_TEST_ABSENT is not set"
+    assert (
+        steps(done)["auth"].error
+        == "secret_env: env var BRANCHLINE_SECRET_HTTP_TEST_ABSENT is not set"
+    )
     assert server.requests == []
 
 
@@ -411,8 +423,8 @@ def test_a_script_answers_an_http_step_with_a_status_and_a_body(owner: Any) -> N
             http_step(
                 "fetch",
                 "https://api.example.com/items",
-                headers={"Authorization": "Bearer {secrets.NOT_SET_HERE}"},
-                secret_env=["NOT_SET_HERE"],
+                headers={"Authorization": "Bearer {secrets.BRANCHLINE_SECRET_NOT_SET_HERE}"},
+                secret_env=["BRANCHLINE_SECRET_NOT_SET_HERE"],
                 branches=[branch("many", 1, many, "@complete", action="QUALITY_APPROVED")],
             )
         ],
@@ -476,7 +488,7 @@ def test_a_fork_goes_on_in_the_scripts_http_answers_where_its_parent_was(owner: 
 def test_a_redirect_to_another_allowed_origin_is_followed_without_the_secret_headers(
     owner: Any, server: HttpTestServer, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("HTTP_TEST_TOKEN", SECRET)
+    monkeypatch.setenv("BRANCHLINE_SECRET_HTTP_TEST_TOKEN", SECRET)
     with HttpTestServer() as other:
         settings.PROVIDER_URL_ALLOWLIST = [server.address, other.address]
         target = other.url("/echo")
@@ -486,8 +498,11 @@ def test_a_redirect_to_another_allowed_origin_is_followed_without_the_secret_hea
                 http_step(
                     "hop",
                     server.url(f"/redirect?to={target}"),
-                    headers={"X-Token": "{secrets.HTTP_TEST_TOKEN}", "X-Item": "{item}"},
-                    secret_env=["HTTP_TEST_TOKEN"],
+                    headers={
+                        "X-Token": "{secrets.BRANCHLINE_SECRET_HTTP_TEST_TOKEN}",
+                        "X-Item": "{item}",
+                    },
+                    secret_env=["BRANCHLINE_SECRET_HTTP_TEST_TOKEN"],
                 )
             ],
         )
@@ -500,3 +515,157 @@ def test_a_redirect_to_another_allowed_origin_is_followed_without_the_secret_hea
         assert "X-Token" not in followed.headers
         assert followed.headers["X-Item"] == "lamp"
         assert steps(done)["hop"].details["http"]["redirects"] == [target]
+
+
+# -- what review found ----------------------------------------------------------------------
+
+
+def test_a_step_stored_with_another_env_var_is_refused_and_the_var_never_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Publish refuses such a name (tests/engine/test_http_step.py); a step that has one anyway
+    # (a recipe stored before the rule) fails without reading the variable.
+    document = {
+        "format": "branchline.recipe/v1",
+        "slug": "old",
+        "name": "old",
+        "actors": {},
+        "steps": [http_step("leak", "https://api.example.com/x")],
+    }
+    step = dataclasses.replace(parse_recipe(document).steps[0], secret_env=("SECRET_KEY",))
+    read: list[str] = []
+    real_get = os.environ.get
+
+    def get(name: str, default: Any = None) -> Any:
+        read.append(name)
+        return real_get(name, default)
+
+    monkeypatch.setenv("SECRET_KEY", SECRET)
+    monkeypatch.setattr(os.environ, "get", get)
+
+    for scripted in (False, True):
+        with pytest.raises(http_executor._Failed) as raised:
+            http_executor._secrets(step, scripted=scripted)
+        assert str(raised.value).startswith("secret_env: not a recipe secret")
+        assert SECRET not in str(raised.value)
+    assert "SECRET_KEY" not in read
+
+
+def test_a_gzip_body_is_capped_by_its_decoded_size(
+    owner: Any, server: HttpTestServer, settings: Any
+) -> None:
+    settings.HTTP_STEP_MAX_RESPONSE_BYTES = 100_000
+    recipe = publish(
+        owner,
+        [
+            http_step("small", server.url("/gzip?bytes=5000")),
+            # 10 MB of x: about 10 KB on the wire.
+            http_step("bomb", server.url("/gzip"), branches=[branch("e", 1, ERROR, "@end")]),
+        ],
+    )
+
+    done = run(owner, recipe)
+
+    small, bomb = steps(done)["small"], steps(done)["bomb"]
+    assert small.response == "x" * 5000 and small.details["http"]["bytes"] == 5000
+    assert bomb.status == "failed"
+    assert bomb.error == (
+        "the response is larger than 100000 bytes (HTTP_STEP_MAX_RESPONSE_BYTES); nothing of it "
+        "was kept"
+    )
+    assert bomb.response == "" and "xxxx" not in json.dumps(bomb.details)
+
+
+@pytest.mark.parametrize("status", [307, 308])
+def test_a_body_holding_a_secret_does_not_follow_a_redirect_to_another_origin(
+    owner: Any,
+    server: HttpTestServer,
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    status: int,
+) -> None:
+    monkeypatch.setenv("BRANCHLINE_SECRET_HTTP_TEST_TOKEN", SECRET)
+    with HttpTestServer() as other:
+        settings.PROVIDER_URL_ALLOWLIST = [server.address, other.address]
+        target = other.url("/echo")
+        hop = server.url(f"/redirect?status={status}&to={target}")
+        recipe = publish(
+            owner,
+            [
+                http_step(
+                    "secret",
+                    hop,
+                    method="POST",
+                    body={"token": "{secrets.BRANCHLINE_SECRET_HTTP_TEST_TOKEN}"},
+                    secret_env=["BRANCHLINE_SECRET_HTTP_TEST_TOKEN"],
+                    branches=[branch("e", 1, ERROR, "plain")],
+                ),
+                # A body without a secret follows it, as before.
+                http_step("plain", hop, method="POST", body={"item": "{item}"}),
+            ],
+        )
+
+        done = run(owner, recipe)
+
+        secret, plain = steps(done)["secret"], steps(done)["plain"]
+        assert secret.status == "failed"
+        assert secret.error == (
+            f"redirect 1 to {target} is to another origin and would send the body again, with "
+            "the secrets it holds; not followed"
+        )
+        assert json.loads(server.received("/redirect")[0].body) == {"token": SECRET}
+        assert plain.status == "succeeded", plain.error
+        (followed,) = other.received("/echo")
+        assert json.loads(followed.body) == {"item": "lamp"}
+
+
+def test_a_secret_in_the_urls_path_is_redacted_as_httpx_encodes_it(
+    owner: Any, server: HttpTestServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BRANCHLINE_SECRET_HTTP_TEST_PATH", "ab c/d")
+    recipe = publish(
+        owner,
+        [
+            http_step(
+                "path",
+                server.url("/files/{secrets.BRANCHLINE_SECRET_HTTP_TEST_PATH}"),
+                secret_env=["BRANCHLINE_SECRET_HTTP_TEST_PATH"],
+                branches=[branch("e", 1, ERROR, "@end")],
+            )
+        ],
+    )
+
+    done = run(owner, recipe)
+
+    assert server.requests[0].path == "/files/ab%20c/d"
+    path = steps(done)["path"]
+    assert path.details["http"]["request"]["url"] == server.url("/files/***")
+    assert path.prompt == f"GET {server.url('/files/***')}"
+    assert path.error == f"GET {server.url('/files/***')} answered 404: no such route"
+    assert "ab%20c" not in json.dumps(path.details) + path.error
+
+
+def test_a_steps_own_content_type_in_any_case_is_the_only_one(
+    owner: Any, server: HttpTestServer
+) -> None:
+    recipe = publish(
+        owner,
+        [
+            http_step(
+                "csv",
+                server.url("/echo"),
+                method="POST",
+                headers={"content-type": "text/csv"},
+                body="a,b\n{item},2",
+            )
+        ],
+    )
+
+    done = run(owner, recipe)
+
+    assert done.status == "succeeded", done.error
+    sent = server.received("/echo")[0]
+    assert [(k, v) for k, v in sent.headers.items() if k.lower() == "content-type"] == [
+        ("content-type", "text/csv")
+    ]
+    assert sent.body == b"a,b\nlamp,2"
