@@ -27,12 +27,15 @@ class HttpForm(forms.Form):
         label="URL",
         max_length=8000,
         required=False,
-        help_text="http:// or https://, written out; a template, e.g. https://api.example.com/{id}.",
+        help_text=(
+            "http:// or https:// and the host, written out; templates after them, e.g. "
+            "https://api.example.com/{id}."
+        ),
     )
     headers = PrettyJSONField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
-        help_text='JSON: {"Authorization": "Bearer {secrets.API_TOKEN}"}.',
+        help_text='JSON: {"Authorization": "Bearer {secrets.BRANCHLINE_SECRET_API}"}.',
     )
     query = PrettyJSONField(
         required=False,
@@ -48,7 +51,10 @@ class HttpForm(forms.Form):
     secret_env = forms.CharField(
         label="Secrets (env vars)",
         required=False,
-        help_text="Comma separated: the env vars the templates may read as {secrets.NAME}.",
+        help_text=(
+            "Comma separated: the env vars the templates may read as {secrets.NAME}; "
+            "only names that begin with BRANCHLINE_SECRET_."
+        ),
     )
     retries = forms.IntegerField(
         min_value=0, max_value=MAX_RETRIES, required=False, initial=DEFAULT_RETRIES
