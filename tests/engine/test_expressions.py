@@ -35,6 +35,14 @@ def test_a_value_doubled_at_each_level_is_refused_quickly(bomb: str) -> None:
     assert time.monotonic() - started < 1
 
 
+def test_a_long_number_counts_its_digits() -> None:
+    grow = "|".join(["[@,@]"] * 12) + "|to_string(@)"  # 4,096 times the number
+
+    assert len(search(grow, 12345)) == 4096 * 5 + 4095 * 3  # the digits, each list's "[,]"
+    with pytest.raises(ExpressionLimit, match="builds a value of more than 200000 characters"):
+        search(grow, int("9" * 4000))
+
+
 def test_a_value_larger_than_the_input_is_what_is_refused() -> None:
     text = "x" * 300_000
 

@@ -29,8 +29,8 @@ from jmespath.visitor import Options, TreeInterpreter  # type: ignore[import-unt
 MAX_VALUE_CHARS = 200_000
 WORK_FACTOR = 10
 MAX_NESTING = 40
-# What a value other than a string, a list or an object counts (`false`, a short number).
-_SCALAR_CHARS = 5
+# What `true`, `false`, `null` or a float count: at most the digits of a float's repr.
+_SCALAR_CHARS = 24
 
 
 class ExpressionLimit(JMESPathError):  # type: ignore[misc]
@@ -127,6 +127,8 @@ class _BoundedInterpreter(TreeInterpreter):  # type: ignore[misc]
     def _size(self, value: object) -> int:
         """Return the JSON characters `value` holds, counting a value it holds N times N
         times; values already sized count what they were found to be."""
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value.bit_length() * 10 // 33 + 2  # its digits (an input may hold long ones)
         if not isinstance(value, list | dict | str):
             return _SCALAR_CHARS
         known = self._sizes.get(id(value))
