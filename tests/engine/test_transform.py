@@ -3,6 +3,7 @@ path), the run's JSON view, evaluation and its run-time errors, and the facts it
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -207,3 +208,24 @@ def test_it_tells_which_steps_answers_the_expressions_read(
     expressions: dict[str, str], read: frozenset[str] | None
 ) -> None:
     assert steps_read(expressions) == read
+
+
+def test_an_expression_doubling_its_value_at_each_level_fails_quickly_by_name() -> None:
+    bomb = " | ".join(["to_string([@, @])"] * 30)
+    parse_recipe(recipe(transform({"x": bomb})))  # a valid expression: the recipe is read
+    started = time.monotonic()
+
+    with pytest.raises(TransformError) as failed:
+        evaluate({"x": bomb}, run_view({}, {}, {}), "steps[2]")
+
+    assert str(failed.value) == (
+        "steps[2].set.x: the expression builds a value of more than 200000 characters of JSON"
+    )
+    assert time.monotonic() - started < 1
+
+
+def test_an_expression_nested_too_deeply_is_refused_at_its_path() -> None:
+    with pytest.raises(RecipeInvalid) as refused:
+        parse_recipe(recipe(transform({"x": "[" * 600 + "@" + "]" * 600})))
+
+    assert refused.value.errors == ["steps[0].set.x: the expression nests more than 40 levels deep"]

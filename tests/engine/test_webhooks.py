@@ -3,6 +3,7 @@ JMESPath expressions compiled when the recipe is checked, and payloads mapped to
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -153,3 +154,29 @@ def test_a_hook_without_inputs_takes_the_payload_object_whole() -> None:
     assert map_payload(hook, {"topic": "t", "extra": 1}) == {"topic": "t", "extra": 1}
     with pytest.raises(PayloadUnmapped):
         map_payload(hook, "topic")
+
+
+def test_an_expression_doubling_the_payload_at_each_level_is_refused_quickly_by_name() -> None:
+    bomb = "|".join(["to_string([@,@])"] * 30)  # valid: the recipe is read
+    (hook,) = hooks({"name": "a", "secret_env": "S", "inputs": {"topic": bomb}})
+    started = time.monotonic()
+
+    with pytest.raises(PayloadUnmapped) as caught:
+        map_payload(hook, {"issue": "x"})
+
+    assert caught.value.errors == [
+        f"inputs.topic: {bomb!r} failed on the payload: the expression builds a value of more "
+        "than 200000 characters of JSON"
+    ]
+    assert time.monotonic() - started < 1
+
+
+def test_an_expression_nested_too_deeply_is_refused_at_its_path() -> None:
+    nested = "@"
+    for _ in range(45):
+        nested = f"not_null({nested})"
+
+    assert errors([{"name": "a", "secret_env": "S", "inputs": {"topic": nested}}]) == [
+        "webhooks[0].inputs.topic: not a JMESPath expression: the expression nests more "
+        "than 40 levels deep"
+    ]

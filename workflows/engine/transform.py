@@ -16,20 +16,21 @@ order): a result another expression needs is set by an earlier transform step.
 JMESPath runs no code: it only selects and reshapes the data (and its functions, such as
 `sum`, `length` or `join`, compute over it). Results must be JSON that every database can
 store: a NaN or an Infinity (`sum` of huge numbers) fails the step, naming the expression.
+Evaluation is bounded (`expressions.py`): an expression that would build too large a value or
+do too much work fails the step the same way.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import jmespath  # type: ignore[import-untyped]
 from jmespath.exceptions import JMESPathError  # type: ignore[import-untyped]
 from jmespath.functions import Functions  # type: ignore[import-untyped]
 
+from workflows.engine import expressions as bounded
 from workflows.engine.answers import json_object, strict_json, unfence
 from workflows.engine.errors import EngineError
 
@@ -53,9 +54,8 @@ class TransformError(EngineError):
         self.message = message
 
 
-@functools.lru_cache(maxsize=512)
 def _compiled(expression: str) -> Any:
-    return jmespath.compile(expression)
+    return bounded.compile(expression)
 
 
 def compile_problem(expression: str) -> str | None:
@@ -169,7 +169,7 @@ def evaluate(expressions: Mapping[str, str], view: Mapping[str, Any], path: str)
     for name, expression in expressions.items():
         where = f"{path}.set.{name}"
         try:
-            value = _compiled(expression).search(view)
+            value = bounded.search(_compiled(expression), view)
         except JMESPathError as exc:
             raise TransformError(where, _message(exc)) from None
         try:

@@ -20,9 +20,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import jmespath  # type: ignore[import-untyped]
-from jmespath import functions as jmespath_functions
+from jmespath import functions as jmespath_functions  # type: ignore[import-untyped]
 from jmespath.exceptions import JMESPathError  # type: ignore[import-untyped]
+
+from workflows.engine import expressions
 
 # A hook's name is the last segment of its address.
 HOOK_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
@@ -80,7 +81,7 @@ def map_payload(hook: WebhookSpec, payload: object) -> dict[str, Any]:
     errors = []
     for name, expression in hook._compiled.items():
         try:
-            value = expression.search(payload)
+            value = expressions.search(expression, payload)
         except JMESPathError as exc:
             errors.append(f"inputs.{name}: {hook.inputs[name]!r} failed on the payload: {exc}")
             continue
@@ -191,7 +192,7 @@ def _inputs(
             ok = False
             continue
         try:
-            parsed = jmespath.compile(expression)
+            parsed = expressions.compile(expression)
         except JMESPathError as exc:
             error(at, f"not a JMESPath expression: {_one_line(exc)}")
             ok = False
