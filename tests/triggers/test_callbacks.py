@@ -191,6 +191,25 @@ def test_an_unset_secret_fails_the_attempt_sending_nothing(
     assert made.next_attempt_at is None and receiver.received == []
 
 
+def test_a_name_that_is_not_a_recipe_secret_is_never_read(
+    owner: Any,
+    receiver: Receiver,
+    secret: str,
+    queued: Queued,
+    monkeypatch: pytest.MonkeyPatch,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    # A delivery recorded before the rule, naming an env var that is set but not a recipe's.
+    monkeypatch.setenv("SECRET_KEY", secret)
+    run = finished_run(owner, receiver.url, django_capture_on_commit_callbacks)
+    delivery = CallbackDelivery.objects.get(run=run)
+    CallbackDelivery.objects.filter(pk=delivery.pk).update(secret_env="SECRET_KEY")
+    made = attempt(delivery, 1, django_capture_on_commit_callbacks)
+    assert made is not None and made.error == "secret_env: env var SECRET_KEY is not set"
+    assert receiver.received == []
+    assert not sending.secret_is_set("SECRET_KEY")  # the tab does not tell either
+
+
 @pytest.mark.parametrize("value", ["not base64 at all!", "whsec_c2hvcnQ=", "hunter2"])
 def test_a_secret_that_is_not_one_fails_the_attempt_without_showing_it(
     owner: Any,
