@@ -18,7 +18,7 @@ class TriggersConfig(AppConfig):
         from runner.signals import run_events_committed
 
         from .callbacks import tasks  # noqa: F401 (registers the Celery tasks)
-        from .callbacks.hooks import on_events_committed
+        from .callbacks.hooks import callbacks_sweep, on_events_committed
 
         run_events_committed.connect(on_events_committed, dispatch_uid="triggers.callbacks")
 
@@ -33,3 +33,4 @@ class TriggersConfig(AppConfig):
         )
         # The embedded default has no beat process: its beat thread runs the round.
         embedded.add_duty(services.schedules_tick)
+        embedded.add_duty(callbacks_sweep)

@@ -16,13 +16,25 @@ def test_it_reads_the_callbacks_in_order() -> None:
     parsed = graph(
         step("s"),
         callbacks=[
-            {"on": ["run.finished", "run.finished"], "url": URL, "secret_env": "HOOK_SECRET"},
-            {"on": ["human_task.created"], "url": "http://10.0.0.7/hook", "secret_env": "_B2"},
+            {
+                "on": ["run.finished", "run.finished"],
+                "url": URL,
+                "secret_env": "BRANCHLINE_SECRET_HOOK",
+            },
+            {
+                "on": ["human_task.created"],
+                "url": "http://10.0.0.7/hook",
+                "secret_env": "BRANCHLINE_SECRET_B2",
+            },
         ],
     )
     assert parsed.callbacks == (
-        Callback(on=("run.finished",), url=URL, secret_env="HOOK_SECRET"),
-        Callback(on=("human_task.created",), url="http://10.0.0.7/hook", secret_env="_B2"),
+        Callback(on=("run.finished",), url=URL, secret_env="BRANCHLINE_SECRET_HOOK"),
+        Callback(
+            on=("human_task.created",),
+            url="http://10.0.0.7/hook",
+            secret_env="BRANCHLINE_SECRET_B2",
+        ),
     )
     assert parsed.callbacks[0].listens_to("run.finished")
     assert not parsed.callbacks[0].listens_to("step.finished")
@@ -39,7 +51,12 @@ def test_every_stored_event_type_may_be_listened_to() -> None:
     assert "step.token" not in CALLBACK_EVENT_TYPES  # streamed, never stored
 
 
-GOOD: dict[str, Any] = {"on": ["run.finished"], "url": URL, "secret_env": "HOOK_SECRET"}
+# Publish refuses any other name (workflows/engine/secrets.py), without repeating it.
+NOT_A_RECIPE_SECRET = (
+    "not a recipe secret: a recipe reads only env vars named BRANCHLINE_SECRET_NAME (capitals, "
+    "digits and _), which the server's operator sets aside for recipes"
+)
+GOOD: dict[str, Any] = {"on": ["run.finished"], "url": URL, "secret_env": "BRANCHLINE_SECRET_HOOK"}
 
 
 @pytest.mark.parametrize(
@@ -70,7 +87,7 @@ GOOD: dict[str, Any] = {"on": ["run.finished"], "url": URL, "secret_env": "HOOK_
             ["callbacks[0].on: must be a non-empty list of event types"],
         ),
         (
-            [{"url": URL, "secret_env": "S"}],
+            [{"url": URL, "secret_env": "BRANCHLINE_SECRET_S"}],
             ['callbacks[0].on: is required: the event types to send, e.g. ["run.finished"]'],
         ),
         ([{**GOOD, "url": None}], ["callbacks[0].url: is required"]),
@@ -104,10 +121,12 @@ GOOD: dict[str, Any] = {"on": ["run.finished"], "url": URL, "secret_env": "HOOK_
         ),
         (
             [{**GOOD, "secret_env": "whsec_abc=="}],
-            [
-                "callbacks[0].secret_env: must be the name of an env var (letters, digits "
-                "and _), not the secret itself"
-            ],
+            [f"callbacks[0].secret_env: {NOT_A_RECIPE_SECRET}"],
+        ),
+        (
+            # Not a recipe's to read: the server's own settings, another hook's secret.
+            [{**GOOD, "secret_env": "SECRET_KEY"}],
+            [f"callbacks[0].secret_env: {NOT_A_RECIPE_SECRET}"],
         ),
         (
             [{**GOOD, "secret": "whsec_abc"}],

@@ -19,6 +19,13 @@ def hooks(*webhooks: Any) -> tuple[WebhookSpec, ...]:
     return graph(step("s"), inputs=INPUTS, webhooks=list(webhooks)).webhooks
 
 
+# Publish refuses any other name (workflows/engine/secrets.py), without repeating it.
+NOT_A_RECIPE_SECRET = (
+    "not a recipe secret: a recipe reads only env vars named BRANCHLINE_SECRET_NAME (capitals, "
+    "digits and _), which the server's operator sets aside for recipes"
+)
+
+
 def errors(webhooks: Any) -> list[str]:
     with pytest.raises(RecipeInvalid) as caught:
         parse_recipe(recipe(step("s"), inputs=INPUTS, webhooks=webhooks))
@@ -27,23 +34,27 @@ def errors(webhooks: Any) -> list[str]:
 
 def test_it_reads_each_hook() -> None:
     ticket, plain = hooks(
-        {"name": "ticket", "secret_env": "TICKET_SECRET", "inputs": {"topic": "issue.title"}},
-        {"name": "plain-2", "secret_env": "PLAIN_SECRET"},
+        {
+            "name": "ticket",
+            "secret_env": "BRANCHLINE_SECRET_TICKET",
+            "inputs": {"topic": "issue.title"},
+        },
+        {"name": "plain-2", "secret_env": "BRANCHLINE_SECRET_PLAIN"},
     )
 
     assert (ticket.name, ticket.secret_env, ticket.inputs) == (
         "ticket",
-        "TICKET_SECRET",
+        "BRANCHLINE_SECRET_TICKET",
         {"topic": "issue.title"},
     )
     assert ticket.as_json() == {
         "name": "ticket",
-        "secret_env": "TICKET_SECRET",
+        "secret_env": "BRANCHLINE_SECRET_TICKET",
         "inputs": {"topic": "issue.title"},
     }
     assert plain.inputs is None and plain.as_json() == {
         "name": "plain-2",
-        "secret_env": "PLAIN_SECRET",
+        "secret_env": "BRANCHLINE_SECRET_PLAIN",
     }
 
 
@@ -58,60 +69,88 @@ def test_a_recipe_without_hooks_has_none() -> None:
         ({"name": "x"}, "webhooks: must be a list of hooks, got dict"),
         (["x"], "webhooks[0]: must be an object, got a string"),
         (
-            [{"name": "Bad Name", "secret_env": "S"}],
+            [{"name": "Bad Name", "secret_env": "BRANCHLINE_SECRET_S"}],
             "webhooks[0].name: must be up to 100 of a-z, 0-9, - and _ (it ends the hook's "
             "address), starting with a letter or digit, got 'Bad Name'",
         ),
         (
-            [{"name": "a/b", "secret_env": "S"}],
+            [{"name": "a/b", "secret_env": "BRANCHLINE_SECRET_S"}],
             "webhooks[0].name: must be up to 100 of a-z, 0-9, - and _ (it ends the hook's "
             "address), starting with a letter or digit, got 'a/b'",
         ),
         (
-            [{"name": "a", "secret_env": "S"}, {"name": "a", "secret_env": "T"}],
+            [
+                {"name": "a", "secret_env": "BRANCHLINE_SECRET_S"},
+                {"name": "a", "secret_env": "BRANCHLINE_SECRET_T"},
+            ],
             "webhooks[1].name: duplicate hook name 'a' (also webhooks[0])",
         ),
         (
             [{"name": "a", "secret_env": "lower-case"}],
-            "webhooks[0].secret_env: must name the environment variable that holds the hook's "
-            "secret (A-Z, 0-9 and _, e.g. GITHUB_HOOK_SECRET), got 'lower-case'",
+            f"webhooks[0].secret_env: {NOT_A_RECIPE_SECRET}",
+        ),
+        (
+            # Not a recipe's to read: the server's own settings, whatever they hold.
+            [{"name": "a", "secret_env": "SECRET_KEY"}],
+            f"webhooks[0].secret_env: {NOT_A_RECIPE_SECRET}",
+        ),
+        (
+            [{"name": "a", "secret_env": "DATABASE_URL"}],
+            f"webhooks[0].secret_env: {NOT_A_RECIPE_SECRET}",
         ),
         (
             [{"name": "a"}],
-            "webhooks[0].secret_env: must name the environment variable that holds the hook's "
-            "secret (A-Z, 0-9 and _, e.g. GITHUB_HOOK_SECRET), got None",
+            "webhooks[0].secret_env: must name an env var beginning with BRANCHLINE_SECRET_",
         ),
         (
-            [{"name": "a", "secret_env": "S", "secret": "whsec_x"}],
+            [{"name": "a", "secret_env": "BRANCHLINE_SECRET_S", "secret": "whsec_x"}],
             "webhooks[0].secret: unknown field; expected one of: name, secret_env, inputs",
         ),
         (
-            [{"name": "a", "secret_env": "S", "inputs": "topic"}],
+            [{"name": "a", "secret_env": "BRANCHLINE_SECRET_S", "inputs": "topic"}],
             "webhooks[0].inputs: must be an object of input name: JMESPath expression, got a "
             "string",
         ),
         (
-            [{"name": "a", "secret_env": "S", "inputs": {"title": "issue.title"}}],
+            [
+                {
+                    "name": "a",
+                    "secret_env": "BRANCHLINE_SECRET_S",
+                    "inputs": {"title": "issue.title"},
+                }
+            ],
             "webhooks[0].inputs.title: not an input of the recipe; declared: count, topic",
         ),
         (
-            [{"name": "a", "secret_env": "S", "inputs": {"topic": 3}}],
+            [{"name": "a", "secret_env": "BRANCHLINE_SECRET_S", "inputs": {"topic": 3}}],
             "webhooks[0].inputs.topic: must be a JMESPath expression (text), got 3",
         ),
         (
-            [{"name": "a", "secret_env": "S", "inputs": {"topic": "issue.["}}],
+            [{"name": "a", "secret_env": "BRANCHLINE_SECRET_S", "inputs": {"topic": "issue.["}}],
             "webhooks[0].inputs.topic: not a JMESPath expression: ",
         ),
         (
-            [{"name": "a", "secret_env": "S", "inputs": {"count": "size(items)"}}],
+            [
+                {
+                    "name": "a",
+                    "secret_env": "BRANCHLINE_SECRET_S",
+                    "inputs": {"count": "size(items)"},
+                }
+            ],
             "webhooks[0].inputs.count: unknown function size(); JMESPath has abs, ",
         ),
         (
-            [{"name": "a", "secret_env": "S", "inputs": {"count": "length(a, b)"}}],
+            [
+                {
+                    "name": "a",
+                    "secret_env": "BRANCHLINE_SECRET_S",
+                    "inputs": {"count": "length(a, b)"},
+                }
+            ],
             "webhooks[0].inputs.count: length() takes 1 argument, got 2",
         ),
         (
-            [{"name": "a", "secret_env": "S", "inputs": {"topic": "not_null()"}}],
+            [{"name": "a", "secret_env": "BRANCHLINE_SECRET_S", "inputs": {"topic": "not_null()"}}],
             "webhooks[0].inputs.topic: not_null() takes at least 1 argument, got 0",
         ),
     ],
@@ -125,7 +164,7 @@ def test_it_maps_a_payload_through_the_expressions() -> None:
     (hook,) = hooks(
         {
             "name": "a",
-            "secret_env": "S",
+            "secret_env": "BRANCHLINE_SECRET_S",
             "inputs": {"topic": "issue.title", "count": "length(issue.labels)"},
         }
     )
@@ -139,7 +178,9 @@ def test_it_maps_a_payload_through_the_expressions() -> None:
 
 
 def test_it_names_the_input_whose_expression_fails_on_the_payload() -> None:
-    (hook,) = hooks({"name": "a", "secret_env": "S", "inputs": {"count": "length(n)"}})
+    (hook,) = hooks(
+        {"name": "a", "secret_env": "BRANCHLINE_SECRET_S", "inputs": {"count": "length(n)"}}
+    )
 
     with pytest.raises(PayloadUnmapped) as caught:
         map_payload(hook, {"n": 5})
@@ -149,7 +190,7 @@ def test_it_names_the_input_whose_expression_fails_on_the_payload() -> None:
 
 
 def test_a_hook_without_inputs_takes_the_payload_object_whole() -> None:
-    (hook,) = hooks({"name": "a", "secret_env": "S"})
+    (hook,) = hooks({"name": "a", "secret_env": "BRANCHLINE_SECRET_S"})
 
     assert map_payload(hook, {"topic": "t", "extra": 1}) == {"topic": "t", "extra": 1}
     with pytest.raises(PayloadUnmapped):

@@ -13,7 +13,7 @@ import pytest
 from tests.runner.conftest import runs_settled  # noqa: F401 (a fixture)
 from tests.triggers.receiver import Receiver, serve
 
-SECRET_ENV = "BRANCHLINE_TEST_CALLBACK_SECRET"
+SECRET_ENV = "BRANCHLINE_SECRET_TEST_CALLBACK"
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from standardwebhooks import Webhook
 
 from tests.factories import recipe_document
 
-SECRET_ENV = "BRANCHLINE_TEST_HOOK_SECRET"
-PLAIN_ENV = "BRANCHLINE_TEST_PLAIN_HOOK_SECRET"
+SECRET_ENV = "BRANCHLINE_SECRET_TEST_HOOK"
+PLAIN_ENV = "BRANCHLINE_SECRET_TEST_PLAIN_HOOK"
 SECRET = "whsec_" + base64.b64encode(b"a test secret of thirty-two byte").decode()
 OTHER_SECRET = "whsec_" + base64.b64encode(b"another secret, also 32 bytes ..").decode()
 

@@ -16,7 +16,7 @@ from django.test import Client
 from django.utils import timezone
 
 from editor.diff import documents_diff
-from runner import events, services
+from runner import embedded, events, services
 from runner.event_schema import EVENT_SCHEMAS
 from runner.models import Run
 from tests.conftest import api_client
@@ -25,9 +25,9 @@ from tests.runner.recipes import drive
 from tests.triggers.conftest import SECRET_ENV
 from tests.triggers.receiver import Receiver
 from tests.triggers.recipes import STORY, callback, document, publish
-from triggers.callbacks import backoff, sending
+from triggers.callbacks import backoff, sending, tasks
 from triggers.callbacks import services as callback_services
-from triggers.callbacks.hooks import on_events_committed
+from triggers.callbacks.hooks import callbacks_sweep, on_events_committed
 from triggers.callbacks.models import CallbackAttempt, CallbackDelivery
 from workflows import engine
 from workflows.services import recipe_publish
@@ -189,6 +189,25 @@ def test_an_unset_secret_fails_the_attempt_sending_nothing(
     made = attempt(CallbackDelivery.objects.get(run=run), 1, django_capture_on_commit_callbacks)
     assert made is not None and made.error == f"secret_env: env var {SECRET_ENV} is not set"
     assert made.next_attempt_at is None and receiver.received == []
+
+
+def test_a_name_that_is_not_a_recipe_secret_is_never_read(
+    owner: Any,
+    receiver: Receiver,
+    secret: str,
+    queued: Queued,
+    monkeypatch: pytest.MonkeyPatch,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    # A delivery recorded before the rule, naming an env var that is set but not a recipe's.
+    monkeypatch.setenv("SECRET_KEY", secret)
+    run = finished_run(owner, receiver.url, django_capture_on_commit_callbacks)
+    delivery = CallbackDelivery.objects.get(run=run)
+    CallbackDelivery.objects.filter(pk=delivery.pk).update(secret_env="SECRET_KEY")
+    made = attempt(delivery, 1, django_capture_on_commit_callbacks)
+    assert made is not None and made.error == "secret_env: env var SECRET_KEY is not set"
+    assert receiver.received == []
+    assert not sending.secret_is_set("SECRET_KEY")  # the tab does not tell either
 
 
 @pytest.mark.parametrize("value", ["not base64 at all!", "whsec_c2hvcnQ=", "hunter2"])
@@ -382,6 +401,36 @@ def test_a_listener_that_fails_never_fails_the_commit(
     assert "Error calling on_events_committed" in caplog.text
     assert "the database went away" in caplog.text
     assert not CallbackDelivery.objects.exists()
+
+
+def test_the_sweep_records_the_deliveries_a_crash_lost(
+    owner: Any, receiver: Receiver, queued: Queued, django_capture_on_commit_callbacks: Any
+) -> None:
+    recipe = publish(owner, [callback(receiver.url)], review=False)
+    # Its events committed, and the process died before its on-commit handler recorded them.
+    run = drive(services.run_start(user=owner, recipe=recipe, inputs={"topic": "the sea"}))
+    assert not CallbackDelivery.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert tasks.requeue_callbacks() == 0  # a minute's grace for the handler at work
+    run.events.update(at=timezone.now() - timedelta(minutes=2))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert tasks.requeue_callbacks() == 1
+
+    delivery = CallbackDelivery.objects.get(run=run)
+    assert (delivery.event_type, delivery.url) == ("run.finished", receiver.url)
+    assert queued == [(str(delivery.pk), 1, 0)]
+    with django_capture_on_commit_callbacks(execute=True):
+        assert tasks.requeue_callbacks() == 0  # once only
+    assert CallbackDelivery.objects.count() == 1 and len(queued) == 1
+    # Events older than a day are history: not sent now.
+    CallbackDelivery.objects.all().delete()
+    run.events.update(at=timezone.now() - timedelta(days=2))
+    assert tasks.requeue_callbacks() == 0 and not CallbackDelivery.objects.exists()
+
+
+def test_the_embedded_beat_runs_the_callbacks_sweep() -> None:
+    assert callbacks_sweep in embedded._duties
 
 
 def test_overdue_deliveries_are_queued_again(

@@ -107,6 +107,29 @@ def test_a_due_tick_starts_one_run_of_the_latest_version_as_the_owner(
     assert Run.objects.count() == 2
 
 
+def test_a_schedule_whose_tick_fails_does_not_keep_the_others_from_firing(
+    user: Any, actors: Any, clock: Clock, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    broken = published(user, scheduled(every_minute(), slug="broken"))
+    working = published(user, scheduled(every_minute(), slug="working"))
+    spec_of = services.spec_of
+
+    def failing(schedule: Schedule) -> Any:
+        if schedule.recipe_id == broken.pk:
+            raise RuntimeError("a fault of this schedule")
+        return spec_of(schedule)
+
+    monkeypatch.setattr(services, "spec_of", failing)
+
+    assert tick(clock, "14:01:02") == 1
+    assert Run.objects.get().recipe == working
+    assert "its tick failed" in caplog.text and "a fault of this schedule" in caplog.text
+    # The broken one's round rolled back: it is tried again, and fires once it is mended.
+    monkeypatch.setattr(services, "spec_of", spec_of)
+    assert tick(clock, "14:01:30") == 1
+    assert Run.objects.filter(recipe=broken).count() == 1
+
+
 def test_a_tick_already_claimed_starts_nothing(user: Any, actors: Any, clock: Clock) -> None:
     published(user, scheduled(every_minute()))
     schedule = Schedule.objects.get()

@@ -4,6 +4,7 @@ refused with nothing written; repeats get their run back; size, rate and inputs 
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -33,7 +34,9 @@ from tests.triggers.hooks import (
 )
 from triggers.models import WebhookDelivery
 from triggers.webhooks.selectors import curl_example
+from triggers.webhooks.services import hook_secrets as read_hook_secrets
 from workflows.engine import parse_recipe
+from workflows.engine.webhooks import WebhookSpec
 from workflows.models import Recipe
 from workflows.services import recipe_import
 
@@ -118,6 +121,35 @@ def test_it_accepts_each_secret_of_a_variable_that_holds_several(
 
     assert (old.status_code, new.status_code) == (201, 201)
     assert Run.objects.count() == 2
+
+
+@pytest.mark.parametrize(
+    "weak",
+    [
+        "whsec_" + base64.b64encode(b"eight by").decode(),  # 8 bytes: too short a key
+        SECRET + "!",  # a typo the library's lenient reading would skip
+    ],
+)
+def test_a_secret_that_is_not_a_standard_webhooks_one_answers_503(
+    client: Client, hooked: Recipe, monkeypatch: pytest.MonkeyPatch, weak: str
+) -> None:
+    monkeypatch.setenv(SECRET_ENV, f"{SECRET} {weak}")  # one bad secret of several is enough
+
+    response = post(client, *signed(TICKET, secret=SECRET))
+
+    assert response.status_code == 503, response.content
+    assert "whsec_ and the base64 of at least 16 bytes" in response.json()["errors"][0]
+    assert weak not in response.content.decode() and written() == (0, 0)
+
+
+def test_a_hook_never_reads_an_env_var_that_is_not_a_recipe_secret(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A version published before the rule, naming the server's own settings.
+    monkeypatch.setenv("SECRET_KEY", SECRET)
+    spec = WebhookSpec(name="old", secret_env="SECRET_KEY")
+
+    assert read_hook_secrets(spec) == []  # the tab says "not set", a delivery is answered 503
 
 
 def _forged(body: bytes, headers: dict[str, str]) -> tuple[bytes, dict[str, str]]:
@@ -392,8 +424,8 @@ def test_the_curl_examples_start_a_run_through_the_live_server(
 
     done = subprocess.run(
         ["bash", "-c", example(f"{live_server.url}{URL}")],
-        # The README names the variable TICKET_HOOK_SECRET, the test recipe its own.
-        env={"PATH": path, SECRET_ENV: SECRET, "TICKET_HOOK_SECRET": SECRET},
+        # The README names the variable BRANCHLINE_SECRET_TICKET_HOOK, the test recipe its own.
+        env={"PATH": path, SECRET_ENV: SECRET, "BRANCHLINE_SECRET_TICKET_HOOK": SECRET},
         capture_output=True,
         text=True,
         timeout=60,

@@ -9,10 +9,7 @@ followed: a 3xx is a failed attempt, like any answer but 2xx.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
-import os
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,13 +21,13 @@ from standardwebhooks import Webhook
 
 from workflows.actor_urls import Allowlist, NameUnresolved, URLRefused, check_base_url
 from workflows.actor_urls import settings_allowlist as allowlist_setting
+from workflows.engine.secrets import MIN_SIGNING_KEY_BYTES, secret_value, signing_key
 from workflows.guarded_http import DeadlinePassed, call_deadline, guarded_client
 
 TIMEOUT_S = 15.0
 # The guard's ceiling on an answer's body, which is never read: only its status code counts.
 MAX_ANSWER_BYTES = 64 * 1024
 USER_AGENT = "Branchline-Callbacks/1"
-MIN_SECRET_BYTES = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,20 +56,15 @@ def body_of(payload: dict[str, Any]) -> str:
 def signer(secret_env: str) -> Webhook | str:
     """Return the signer of the secret in env var `secret_env`, or why there is none (the
     message names the variable, never its value)."""
-    secret = os.environ.get(secret_env)
+    secret = secret_value(secret_env)
     if not secret:
+        # Also for a name a recipe may not read (published before the rule): it is not read.
         return f"secret_env: env var {secret_env} is not set"
-    # Read strictly: the library's own reading skips what is not base64, and would sign with
-    # whatever is left of a mistyped secret.
-    encoded = secret.strip().removeprefix("whsec_")
-    try:
-        key = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        key = b""
-    if len(key) < MIN_SECRET_BYTES:
+    key = signing_key(secret)
+    if key is None:
         return (
             f"secret_env: env var {secret_env} does not hold a Standard Webhooks secret "
-            f"(whsec_ and the base64 of at least {MIN_SECRET_BYTES} random bytes)"
+            f"(whsec_ and the base64 of at least {MIN_SIGNING_KEY_BYTES} random bytes)"
         )
     return Webhook(key)
 

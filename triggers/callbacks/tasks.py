@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from . import services
+from . import hooks, services
 
 
 @shared_task(name=services.SEND_TASK, acks_late=True)
@@ -15,5 +15,6 @@ def send_callback(delivery_id: str, number: int) -> bool:
 
 @shared_task(name="triggers.requeue_callbacks")
 def requeue_callbacks() -> int:
-    """Queue again the deliveries whose attempt is overdue (its message was lost)."""
-    return services.deliveries_overdue()
+    """Record the deliveries a crash lost, and queue again those whose attempt is overdue
+    (its message was lost)."""
+    return hooks.callbacks_sweep()

@@ -111,7 +111,12 @@ def schedules_tick(*, now: datetime | None = None) -> int:
     due = Schedule.objects.filter(next_at__lte=now).order_by("next_at")
     started = 0
     for pk in list(due.values_list("pk", flat=True)[:ROUND_MAX]):
-        started += _tick(pk, now)
+        try:
+            started += _tick(pk, now)
+        except Exception:
+            # One schedule's fault (its row rolled back, tried again next round) must not
+            # keep the others, due after it, from firing.
+            log.exception("schedule %s: its tick failed", pk)
     return started
 
 

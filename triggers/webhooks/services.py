@@ -17,7 +17,6 @@ import binascii
 import hashlib
 import logging
 import math
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,11 +26,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
-from standardwebhooks.webhooks import (
-    EmptyWebhookSecretError,
-    Webhook,
-    WebhookVerificationError,
-)
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from runner.inputs import InputsInvalid
 from runner.models import Run
@@ -39,6 +34,7 @@ from runner.outages import BROKER_ERRORS
 from runner.services import RunNotStartable, run_start
 from runner.versions import version_graph
 from workflows import engine
+from workflows.engine.secrets import MIN_SIGNING_KEY_BYTES, secret_value, signing_key
 from workflows.engine.webhooks import PayloadUnmapped, WebhookSpec, map_payload
 from workflows.models import Recipe, RecipeVersion
 from workflows.validators import json_value_errors, text_problem
@@ -117,7 +113,7 @@ def webhook_find(*, slug: str, name: str) -> Hook:
 def hook_secrets(spec: WebhookSpec) -> list[str]:
     """Return the secrets set on the server for `spec` (several, space separated, while one
     is being rotated); an empty list when its variable is unset or empty."""
-    return os.environ.get(spec.secret_env, "").split()
+    return secret_value(spec.secret_env).split()
 
 
 def webhook_receive(*, slug: str, name: str, body: bytes, headers: Mapping[str, str]) -> Received:
@@ -198,14 +194,17 @@ def _verify(spec: WebhookSpec, body: bytes, headers: Mapping[str, str]) -> tuple
                 "names its environment variable)"
             ],
         )
-    try:
-        signers = [Webhook(secret) for secret in secrets]
-    except (binascii.Error, ValueError, EmptyWebhookSecretError):
+    keys = [signing_key(secret) for secret in secrets]
+    if None in keys:
         log.error("webhook %s: %s is not a Standard Webhooks secret", spec.name, spec.secret_env)
         raise HookRefused(
             503,
-            ["$: this hook's secret on the server is not a Standard Webhooks secret (whsec_...)"],
-        ) from None
+            [
+                "$: this hook's secret on the server is not a Standard Webhooks secret (whsec_ "
+                f"and the base64 of at least {MIN_SIGNING_KEY_BYTES} bytes)"
+            ],
+        )
+    signers = [Webhook(key) for key in keys if key is not None]
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:

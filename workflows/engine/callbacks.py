@@ -9,13 +9,13 @@ in the recipe). What is sent, and how it is retried, is the triggers app's part
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from workflows.engine.checks import listed
+from workflows.engine.secrets import secret_env_problem
 
 # The run events a callback may listen to: those a run stores in its log (DESIGN.md §4,
 # `runner/event_schema.py`; a runner test keeps the two lists equal). Streamed text and tool
@@ -37,7 +37,6 @@ CALLBACK_EVENT_TYPES: tuple[str, ...] = (
 )
 MAX_CALLBACKS = 20
 MAX_URL_CHARS = 2000
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,12 +90,9 @@ def _callback(doc: object, path: str, error: Callable[[str, str], None]) -> Call
     secret_env = doc.get("secret_env")
     if secret_env is None:
         error(f"{path}.secret_env", "is required: the name of the env var holding the secret")
-    elif not isinstance(secret_env, str) or not ENV_NAME.fullmatch(secret_env):
+    elif problem := secret_env_problem(secret_env):
         # Not echoed: a secret pasted here by mistake must not show up in the error.
-        error(
-            f"{path}.secret_env",
-            "must be the name of an env var (letters, digits and _), not the secret itself",
-        )
+        error(f"{path}.secret_env", problem)
         secret_env = None
     if not ok or on is None or url_problem or not isinstance(secret_env, str):
         return None

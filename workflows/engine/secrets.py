@@ -8,6 +8,9 @@ begin with `SECRET_ENV_PREFIX`. Never `SECRET_KEY`, `DATABASE_URL` or a provider
 
 from __future__ import annotations
 
+import base64
+import binascii
+import os
 import re
 
 SECRET_ENV_PREFIX = "BRANCHLINE_SECRET_"
@@ -28,3 +31,30 @@ def secret_env_problem(name: object) -> str | None:
             "(capitals, digits and _), which the server's operator sets aside for recipes"
         )
     return None
+
+
+def secret_value(name: str) -> str:
+    """Return the value of the recipe secret `name` ("" when unset). A name that fails
+    `secret_env_problem` (a version published before the rule) is never read from the
+    environment: its value, and whether it is set, stay the operator's."""
+    if secret_env_problem(name) is not None:
+        return ""
+    return os.environ.get(name, "")
+
+
+MIN_SIGNING_KEY_BYTES = 16
+
+
+def signing_key(secret: str) -> bytes | None:
+    """Return the key of a Standard Webhooks secret (`whsec_` and the base64 of at least
+    `MIN_SIGNING_KEY_BYTES` bytes), or None when it is not one.
+
+    Read strictly: the library's own reading skips what is not base64, and would sign or
+    verify with whatever is left of a mistyped secret.
+    """
+    encoded = secret.strip().removeprefix("whsec_")
+    try:
+        key = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return key if len(key) >= MIN_SIGNING_KEY_BYTES else None

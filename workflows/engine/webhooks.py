@@ -24,12 +24,11 @@ from jmespath import functions as jmespath_functions  # type: ignore[import-unty
 from jmespath.exceptions import JMESPathError  # type: ignore[import-untyped]
 
 from workflows.engine import expressions
+from workflows.engine.secrets import secret_env_problem
 
 # A hook's name is the last segment of its address.
 HOOK_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
 MAX_NAME_LENGTH = 100
-ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
-MAX_ENV_NAME_LENGTH = 100
 MAX_HOOKS = 20
 MAX_EXPRESSION_LENGTH = 1000
 FIELD_NAMES = ("name", "secret_env", "inputs")
@@ -142,16 +141,9 @@ def _hook(
         )
         ok = False
     secret_env = doc.get("secret_env")
-    if (
-        not isinstance(secret_env, str)
-        or not ENV_NAME.fullmatch(secret_env)
-        or len(secret_env) > MAX_ENV_NAME_LENGTH
-    ):
-        error(
-            f"{path}.secret_env",
-            "must name the environment variable that holds the hook's secret (A-Z, 0-9 "
-            f"and _, e.g. GITHUB_HOOK_SECRET), got {secret_env!r}",
-        )
+    if problem := secret_env_problem(secret_env):
+        # Not echoed: a secret pasted here by mistake must not show up in the error.
+        error(f"{path}.secret_env", problem)
         ok = False
     inputs, compiled, inputs_ok = _inputs(doc.get("inputs"), f"{path}.inputs", error, input_names)
     if not (ok and inputs_ok) or not isinstance(name, str) or not isinstance(secret_env, str):

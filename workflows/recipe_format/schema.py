@@ -35,6 +35,7 @@ from workflows.engine.learner import (
 )
 from workflows.engine.output_schema import MAX_ATTEMPTS as MAX_SCHEMA_ATTEMPTS
 from workflows.engine.schedules import MAX_SCHEDULES
+from workflows.engine.secrets import MAX_SECRET_ENV_CHARS, SECRET_ENV_PREFIX
 from workflows.engine.severity import SEVERITIES
 from workflows.engine.sources import (
     DEFAULT_MIN_SCORE,
@@ -54,7 +55,7 @@ from workflows.engine.tools import (
 )
 from workflows.engine.transform import MAX_EXPRESSIONS
 from workflows.engine.vocabulary import FORMAT, INPUT_TYPES
-from workflows.engine.webhooks import MAX_ENV_NAME_LENGTH, MAX_HOOKS, MAX_NAME_LENGTH
+from workflows.engine.webhooks import MAX_HOOKS, MAX_NAME_LENGTH
 
 # The names of the format (step kinds, input types) are the engine's: `Literal[names]` spells
 # them out for pydantic and the published JSON Schema, which mypy cannot follow.
@@ -206,11 +207,15 @@ class Learning(_Strict):
     half_life: int = Field(DEFAULT_HALF_LIFE, ge=1, le=MAX_HALF_LIFE)
 
 
+# A recipe's secret env var (`workflows/engine/secrets.py`).
+_RECIPE_SECRET = f"^{SECRET_ENV_PREFIX}[A-Z0-9_]+$"
+
+
 class Webhook(_Strict):
     """An inbound webhook (`engine/webhooks.py`): `POST /api/hooks/{slug}/{name}`."""
 
     name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
-    secret_env: str = Field(min_length=1, max_length=MAX_ENV_NAME_LENGTH)
+    secret_env: str = Field(max_length=MAX_SECRET_ENV_CHARS, pattern=_RECIPE_SECRET)
     inputs: dict[str, str] | None = None
 
 
@@ -221,7 +226,7 @@ class Callback(_Strict):
         min_length=1, max_length=len(CALLBACK_EVENT_TYPES)
     )
     url: str = Field(min_length=1, max_length=MAX_URL_CHARS)
-    secret_env: str = Field(min_length=1, max_length=200)
+    secret_env: str = Field(max_length=MAX_SECRET_ENV_CHARS, pattern=_RECIPE_SECRET)
 
 
 class Schedule(_Strict):
