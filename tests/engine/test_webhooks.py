@@ -199,7 +199,7 @@ def test_a_hook_without_inputs_takes_the_payload_object_whole() -> None:
 
 def test_an_expression_doubling_the_payload_at_each_level_is_refused_quickly_by_name() -> None:
     bomb = "|".join(["to_string([@,@])"] * 30)  # valid: the recipe is read
-    (hook,) = hooks({"name": "a", "secret_env": "S", "inputs": {"topic": bomb}})
+    (hook,) = hooks({"name": "a", "secret_env": "BRANCHLINE_SECRET_S", "inputs": {"topic": bomb}})
     started = time.monotonic()
 
     with pytest.raises(PayloadUnmapped) as caught:
@@ -217,7 +217,7 @@ def test_an_expression_nested_too_deeply_is_refused_at_its_path() -> None:
     for _ in range(45):
         nested = f"not_null({nested})"
 
-    assert errors([{"name": "a", "secret_env": "S", "inputs": {"topic": nested}}]) == [
+    assert errors([{"name": "a", "secret_env": "BRANCHLINE_SECRET_S", "inputs": {"topic": nested}}]) == [
         "webhooks[0].inputs.topic: not a JMESPath expression: the expression nests more "
         "than 40 levels deep"
     ]
