@@ -4,6 +4,7 @@ then searches by meaning, through the real runner (a Celery worker takes each ru
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import httpx
@@ -11,6 +12,7 @@ import pytest
 
 from knowledge.ingest import add_document, create_base, ingest_document
 from knowledge.models import Document, KnowledgeBase
+from knowledge.selectors import MOVING
 from runner import services
 from runner.models import ModelCall, Run, StepRun
 from runner.status import RunStatus
@@ -141,7 +143,12 @@ def docs(owner: Any, model_server: ModelServer) -> KnowledgeBase:
     files = (("lighthouses.md", LIGHTHOUSES), ("gardening.md", GARDENING), ("taxes.md", TAXES))
     for name, data in files:
         document, _ = add_document(base, owner, name, data)
-        ingest_document(document.pk)  # here, rather than on the worker: the test waits for it
+        # Here, rather than waiting for the worker; when the worker took the document first,
+        # this call leaves it to the worker, and the wait below is for the worker's ingestion.
+        ingest_document(document.pk)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and base.documents.filter(status__in=MOVING).exists():
+        time.sleep(0.1)
     assert set(base.documents.values_list("status", flat=True)) == {Document.Status.READY}
     return base
 
