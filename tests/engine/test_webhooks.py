@@ -217,7 +217,9 @@ def test_an_expression_nested_too_deeply_is_refused_at_its_path() -> None:
     for _ in range(45):
         nested = f"not_null({nested})"
 
-    assert errors([{"name": "a", "secret_env": "BRANCHLINE_SECRET_S", "inputs": {"topic": nested}}]) == [
+    assert errors(
+        [{"name": "a", "secret_env": "BRANCHLINE_SECRET_S", "inputs": {"topic": nested}}]
+    ) == [
         "webhooks[0].inputs.topic: not a JMESPath expression: the expression nests more "
         "than 40 levels deep"
     ]
