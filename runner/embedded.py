@@ -81,10 +81,12 @@ def _beat() -> None:
             reap()
             tasks_expire()
             requeue_stalled()  # documents whose message a restart lost
-            for duty in _duties:
-                duty()
         except Exception:  # keep the duties alive; the next round tries again
             log.exception("embedded beat round failed")
-        finally:
-            close_old_connections()
+        for duty in _duties:  # each on its own: one app's fault does not stop another's
+            try:
+                duty()
+            except Exception:
+                log.exception("embedded beat duty %s failed", duty.__name__)
+        close_old_connections()
         time.sleep(settings.RUN_BEAT_INTERVAL_SECONDS)

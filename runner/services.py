@@ -126,9 +126,8 @@ def run_start(
     draft snapshot of the recipe (`workflows.services.recipe_draft_snapshot`: a test run of the
     draft as the editor shows it). `trigger` says what started it when no person did."""
     item = {"inputs": inputs, "script": script}
-    return _start_runs(user, recipe, [item], version, snapshot, name_items=False, trigger=trigger)[
-        0
-    ]
+    (run,) = _start_runs(user, recipe, [item], version, snapshot, name_items=False, trigger=trigger)
+    return run
 
 
 def run_start_many(

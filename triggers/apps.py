@@ -14,19 +14,16 @@ class TriggersConfig(AppConfig):
     verbose_name = "Triggers (schedules, webhooks, callbacks)"
 
     def ready(self) -> None:
-        # The runner says when events are committed; it may not import this app.
+        from runner import embedded
         from runner.signals import run_events_committed
+        from workflows.models import RecipeVersion
 
         from .callbacks import tasks  # noqa: F401 (registers the Celery tasks)
         from .callbacks.hooks import callbacks_sweep, on_events_committed
-
-        run_events_committed.connect(on_events_committed, dispatch_uid="triggers.callbacks")
-
-        from runner import embedded
-        from workflows.models import RecipeVersion
-
         from .schedules import services
 
+        # The runner says when events are committed; it may not import this app.
+        run_events_committed.connect(on_events_committed, dispatch_uid="triggers.callbacks")
         # Publishing a version makes its schedules the recipe's, in the publish transaction.
         post_save.connect(
             services.on_version_saved, sender=RecipeVersion, dispatch_uid="triggers-schedules"
