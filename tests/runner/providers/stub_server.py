@@ -60,6 +60,7 @@ class Behaviour:
     interval_s: float = 0
     stall_s: float = 0
     hold: threading.Event | None = None
+    gate: threading.Event | None = None
     tool_calls: tuple[tuple[str, str], ...] = ()
     cut_after: int | None = None
     details: tuple[dict[str, Any], ...] = ()
@@ -75,6 +76,7 @@ def reply(
     interval_s: float = 0,
     stall_s: float = 0,
     hold: threading.Event | None = None,
+    gate: threading.Event | None = None,
     cut_after: int | None = None,
 ) -> Behaviour:
     """Answer ``text`` (streamed as ``chunks`` when given, else word by word).
@@ -85,7 +87,8 @@ def reply(
     interval or a stall is sent in 16-byte pieces, stalling before the last one. A streamed
     answer with ``hold`` keeps its last text chunk back until the test sets that event, so
     the test sees the answer mid-stream however slow the machine is. A streamed answer with
-    ``cut_after`` drops the connection after that many text chunks, mid-body.
+    ``cut_after`` drops the connection after that many text chunks, mid-body. An answer with
+    ``gate`` waits, after ``delay_s``, until the test sets that event.
     """
     if chunks is not None:
         text = "".join(chunks)
@@ -99,6 +102,7 @@ def reply(
         interval_s=interval_s,
         stall_s=stall_s,
         hold=hold,
+        gate=gate,
         cut_after=cut_after,
     )
 
@@ -382,6 +386,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _chat(self, stub: StubServer, payload: Any, wire: Any, *, streaming: bool) -> None:
         behaviour = stub._next()
         if stub._wait(behaviour.delay_s):
+            return
+        if behaviour.gate is not None and stub._wait_for(behaviour.gate):
             return
         model = behaviour.model or wire.model(self.path, payload) or "stub-model"
         try:
