@@ -3,8 +3,8 @@ deliveries its recipe's callbacks ask for.
 
 This runs after every commit of every run, in the process that committed (a worker between
 two steps, a request): for a run whose version has no callbacks it must cost nothing. So the
-callbacks of a run are looked up once per process (its version, then the version's parsed
-graph, which `runner.versions` caches) and kept; a run queued again (resumed, perhaps on
+callbacks of a run are looked up once per process (its version's parsed graph, which
+`runner.versions` caches) and kept; a run queued again (resumed, perhaps on
 another version) is looked up afresh.
 
 The deliveries are recorded after the events' commit: a process that dies in between would
@@ -35,7 +35,8 @@ log = logging.getLogger(__name__)
 
 MAX_RUNS_KEPT = 4096
 
-_versions: OrderedDict[int, tuple[int, datetime] | None] = OrderedDict()
+# Each run's callbacks, by run id, the most recently used last.
+_callbacks: OrderedDict[int, tuple[engine.Callback, ...]] = OrderedDict()
 _lock = threading.Lock()
 
 
@@ -56,17 +57,20 @@ def on_events_committed(sender: Any, *, run_id: int, events: Sequence[RunEvent],
 def run_callbacks(run_id: int, *, fresh: bool = False) -> tuple[engine.Callback, ...]:
     """Return the callbacks of the run's version (none for a run that is gone)."""
     with _lock:
-        known = run_id in _versions and not fresh
-        version = _versions.get(run_id)
-        if known:
-            _versions.move_to_end(run_id)
-    if not known:
-        found = Run.objects.filter(pk=run_id).values_list("version_id", "version__created_at")
-        version = found.first()
-        with _lock:
-            _versions[run_id] = version
-            while len(_versions) > MAX_RUNS_KEPT:
-                _versions.popitem(last=False)
+        callbacks = None if fresh else _callbacks.get(run_id)
+        if callbacks is not None:
+            _callbacks.move_to_end(run_id)
+            return callbacks
+    version = Run.objects.filter(pk=run_id).values_list("version_id", "version__created_at")
+    callbacks = _version_callbacks(version.first())
+    with _lock:
+        _callbacks[run_id] = callbacks
+        while len(_callbacks) > MAX_RUNS_KEPT:
+            _callbacks.popitem(last=False)
+    return callbacks
+
+
+def _version_callbacks(version: tuple[int, datetime] | None) -> tuple[engine.Callback, ...]:
     if version is None:
         return ()
     try:
