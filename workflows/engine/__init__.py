@@ -73,6 +73,7 @@ from workflows.engine.schedules import next_times as next_schedule_times
 from workflows.engine.scoring import evaluation_prompt, parse_score
 from workflows.engine.self_check import (
     JudgeScores,
+    Scoring,
     ValidationAttempt,
     ValidationOutcome,
     ValidationSummary,
@@ -139,6 +140,7 @@ __all__ = [
     "ScheduleDue",
     "ScheduleMissed",
     "ScheduleSpec",
+    "Scoring",
     "SourceSpec",
     "Spend",
     "StepResult",

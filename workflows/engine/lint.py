@@ -18,6 +18,7 @@ from workflows.engine.conditions.values import as_number, format_number
 from workflows.engine.decision_tree import leaves
 from workflows.engine.errors import TemplateError
 from workflows.engine.graph import BranchSpec, Condition, RecipeGraph, StepSpec
+from workflows.engine.self_check import Scoring
 from workflows.engine.shadowing import shadowed_branches
 from workflows.engine.templating import SOURCES_NAME, step_sources_reference, template_names
 from workflows.engine.vocabulary import COMPLETE, DEFAULT_MAX_RETRIES, END, REPEAT
@@ -63,7 +64,23 @@ def lint_recipe(graph: RecipeGraph) -> list[str]:
         warnings += _unmapped_leaves(graph, step, path)
         warnings += _hits_never_shown(graph, step, path)
         warnings += _beyond_budget(graph, step, path)
+        warnings += _threshold_out_of_reach(step, path)
     return warnings
+
+
+def _threshold_out_of_reach(step: StepSpec, path: str) -> list[str]:
+    """Warn about a validation threshold above what a perfect answer scores: the fallback
+    always replaces the answer (0.9 was reachable under the old 0-1 rule scale)."""
+    if step.validation is None:
+        return []
+    scoring = Scoring.of(step.validation)
+    if scoring.threshold <= scoring.best:
+        return []
+    return [
+        f"{path}.validation.threshold: {format_number(scoring.threshold)} is never reached: "
+        f"a perfect answer scores {scoring.arithmetic(scoring.rule_base, 100)}, so every "
+        "answer is replaced by the fallback"
+    ]
 
 
 def _branch_path(step_path: str, step: StepSpec, branch: BranchSpec) -> str:
