@@ -167,6 +167,7 @@ def write_recipe_rows(
                 active=b.get("active", True),
                 counts_as=b.get("counts_as") or "",
             )
-            for b in step_doc.get("branches", [])
+            # One spelling is kept (the seeds' judge keys in `params` become `when` fields).
+            for b in map(engine.canonical_branch, step_doc.get("branches", []))
         ]
     Branch.objects.bulk_create(branches)
