@@ -140,3 +140,15 @@ def test_the_canonical_branch_means_what_the_seed_s_did() -> None:
     one = graph(step("a", seed)).steps[0].branches[0].when
     other = graph(step("a", canonical_branch(seed))).steps[0].branches[0].when
     assert (one.fields, one.value) == (other.fields, other.value)
+
+
+def test_lint_warns_of_judge_params_on_a_branch_that_is_no_judge_score() -> None:
+    when = {"type": "and", "conditions": [JUDGE]}
+    g = graph(step("a", judged(when, {"evaluator_actor": "critic"})))
+    assert (
+        "steps[0].branches[0].params.evaluator_actor: ignored: only a branch whose condition "
+        "is ai_evaluation reads it"
+    ) in lint_recipe(g)
+    assert not [
+        w for w in lint_recipe(graph(step("a", judged(JUDGE, SEED_PARAMS)))) if "ignored" in w
+    ]

@@ -189,6 +189,7 @@ def _branch_warnings(graph: RecipeGraph, step: StepSpec, path: str) -> list[str]
                 f"{bpath}.params.max_retries: not set; the default bound of "
                 f"{DEFAULT_MAX_RETRIES} retries applies"
             )
+        warnings += _params_unread(branch, bpath)
         if branch.target == step.key:
             warnings.append(
                 f"{bpath}.target: leads back to its own step without a bound; use @repeat so "
@@ -201,6 +202,19 @@ def _branch_warnings(graph: RecipeGraph, step: StepSpec, path: str) -> list[str]
                 f"{bpath}.target: HUMAN_REVIEW goes to '{branch.target}', which is not a human step"
             )
     return warnings
+
+
+def _params_unread(branch: BranchSpec, path: str) -> list[str]:
+    """Warn about params that only a condition of another type reads (a judge's
+    `evaluator_actor` on a branch whose condition is no `ai_evaluation`): they do nothing."""
+    own = next((t for t in TYPES if t.name == branch.when.type), None)
+    read_here = own.params if own else {}
+    return [
+        f"{path}.params.{key}: ignored: only a branch whose condition is {kind.name} reads it"
+        for kind in TYPES
+        for key in kind.params
+        if key in branch.params and key not in read_here
+    ]
 
 
 def _condition_warnings(step: StepSpec, path: str) -> list[str]:
