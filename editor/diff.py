@@ -20,6 +20,7 @@ RECIPE_FIELDS = (
     "learning",
     "webhooks",
     "callbacks",
+    "validation",
 )
 
 

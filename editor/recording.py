@@ -184,16 +184,20 @@ def _llm(
 def judge_verdict(attempt: dict[str, Any]) -> str:
     """Return a judge answer that scores a validation attempt as it was scored.
 
-    The attempt keeps its rule score, confidence and feedback; the judge's total is what the
-    confidence leaves after the rule score (confidence = 0.3 * rule + 0.7 * total / 100),
-    given as four equal scores. An attempt without feedback had an unreadable verdict.
+    The attempt keeps its judge's total (`judge_total`), given as four equal scores, and its
+    feedback. One recorded before the total was kept has its rule score and confidence
+    instead, reckoned with the weights of then (confidence = 0.3 * rule + 0.7 * total / 100),
+    which give the total back. An attempt without feedback had an unreadable verdict.
     """
     feedback = attempt.get("feedback")
     if feedback is None:
         return UNREADABLE
-    rule = float(attempt.get("rule_score") or 0)
-    confidence = float(attempt.get("confidence") or 0)
-    total = max(0.0, (confidence - RULE_WEIGHT * rule) / JUDGE_WEIGHT * 100)
+    if isinstance(attempt.get("judge_total"), int | float):
+        total = float(attempt["judge_total"])
+    else:
+        rule = float(attempt.get("rule_score") or 0)
+        confidence = float(attempt.get("confidence") or 0)
+        total = max(0.0, (confidence - RULE_WEIGHT * rule) / JUDGE_WEIGHT * 100)
     # Float noise would turn a total of 80 into 79.99999999999999 and miss a threshold.
     each = round(total / len(DIMENSIONS), 6)
     verdict: dict[str, Any] = {name: each for name in DIMENSIONS}

@@ -64,6 +64,8 @@ def document_from_recipe(recipe: Recipe) -> dict[str, Any]:
         doc["budget"] = recipe.budget
     if recipe.learning:  # likewise: the defaults are not written out
         doc["learning"] = recipe.learning
+    if recipe.validation:  # likewise
+        doc["validation"] = recipe.validation
     if recipe.webhooks:  # likewise: a recipe without hooks exports as it always did
         doc["webhooks"] = recipe.webhooks
     if recipe.callbacks:  # likewise
@@ -121,6 +123,7 @@ def write_recipe_rows(
     recipe.inputs = doc.get("inputs", {})
     recipe.budget = doc.get("budget") or None
     recipe.learning = doc.get("learning") or None
+    recipe.validation = doc.get("validation") or None
     recipe.webhooks = doc.get("webhooks") or None
     recipe.callbacks = doc.get("callbacks") or None
     recipe.schedules = doc.get("schedules") or None
@@ -164,6 +167,7 @@ def write_recipe_rows(
                 active=b.get("active", True),
                 counts_as=b.get("counts_as") or "",
             )
-            for b in step_doc.get("branches", [])
+            # One spelling is kept (the seeds' judge keys in `params` become `when` fields).
+            for b in map(engine.canonical_branch, step_doc.get("branches", []))
         ]
     Branch.objects.bulk_create(branches)

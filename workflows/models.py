@@ -169,6 +169,9 @@ class Recipe(models.Model):
     budget = models.JSONField(null=True, blank=True)
     # How its steps learn (format v1 `learning`, see workflows/engine/learner.py); None: defaults.
     learning = models.JSONField(null=True, blank=True)
+    # The defaults of its steps' validation settings (format v1 `validation`, see
+    # workflows/engine/self_check.py); None: note 001's.
+    validation = models.JSONField(null=True, blank=True)
     # Its inbound webhooks (format v1 `webhooks`, see workflows/engine/webhooks.py); None: none.
     webhooks = models.JSONField(null=True, blank=True)
     # Whom its runs tell of their events (format v1 `callbacks`, see workflows/engine/

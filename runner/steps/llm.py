@@ -145,6 +145,7 @@ def _validate(
     step = session.claim.step
     settings_ = step.validation or {}
     judge_alias: str = settings_.get("judge") or alias
+    scoring = engine.Scoring.of(settings_)
     attempts = [0]
 
     def generate(feedback: str | None) -> str:
@@ -159,7 +160,7 @@ def _validate(
         generate,
         lambda prompt: session.ask(judge_alias, prompt, purpose=Purpose.JUDGE).text,
         question=outcome.prompt,
-        threshold=settings_.get("threshold", 0.75),
+        scoring=scoring,
         max_attempts=settings_.get("max_attempts", 5),
         fallback=settings_.get("fallback", ""),
     )
@@ -167,11 +168,16 @@ def _validate(
     outcome.confidence = validated.confidence
     outcome.details["validation"] = {
         "used_fallback": validated.used_fallback,
+        # How each confidence was reckoned: a run made before these were kept scored its
+        # rules 0-1 (a share of the checks) with weights 0.3 and 0.7.
+        "scoring": scoring.as_json(),
         "attempts": [
             {
                 "response": a.response,
                 "rule_score": a.rule_score,
+                "judge_total": a.judge_total,
                 "confidence": a.confidence,
+                "arithmetic": a.arithmetic,
                 "feedback": a.feedback,
                 **({"judge_problem": a.judge_problem} if a.judge_problem else {}),
             }

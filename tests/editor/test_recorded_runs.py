@@ -587,3 +587,16 @@ def test_test_recipes_runs_the_draft_with_draft_and_names_unknown_recipes(
     assert "took triage → answer; expected triage → answer → review" in draft
     assert unknown_status == 1
     assert "no recipe 'nope'" in unknown
+
+
+def test_a_recorded_judge_verdict_gives_the_judge_total_the_attempt_kept() -> None:
+    attempt = {
+        "response": "meh",
+        "rule_score": 0.5,
+        "judge_total": 65,
+        "confidence": 0.605,
+        "feedback": "Cite it.",
+    }
+    scores = engine.parse_judge_answer(judge_verdict(attempt))
+    assert scores.total == pytest.approx(65)
+    assert engine.confidence(0.5, scores) == pytest.approx(0.605)

@@ -146,6 +146,9 @@ def test_it_parses_the_design_example_into_a_graph() -> None:
     assert first.validation == {
         "threshold": 0.75,
         "max_attempts": 5,
+        "rule_base": 0.5,
+        "rule_weight": 0.3,
+        "judge_weight": 0.7,
         "judge": "judge",
         "fallback": "…",
     }

@@ -16,6 +16,7 @@ from __future__ import annotations
 from workflows.engine.actions import DecisionKind
 from workflows.engine.actor_choice import Learning, first_choice, learns
 from workflows.engine.answers import strict_json
+from workflows.engine.branch_reader import canonical_branch
 from workflows.engine.budget import Budget, Spend, as_cost, format_cost
 from workflows.engine.budget import check as check_budget
 from workflows.engine.callbacks import CALLBACK_EVENT_TYPES, Callback
@@ -73,6 +74,7 @@ from workflows.engine.schedules import next_times as next_schedule_times
 from workflows.engine.scoring import evaluation_prompt, parse_score
 from workflows.engine.self_check import (
     JudgeScores,
+    Scoring,
     ValidationAttempt,
     ValidationOutcome,
     ValidationSummary,
@@ -139,6 +141,7 @@ __all__ = [
     "ScheduleDue",
     "ScheduleMissed",
     "ScheduleSpec",
+    "Scoring",
     "SourceSpec",
     "Spend",
     "StepResult",
@@ -152,6 +155,7 @@ __all__ = [
     "as_cost",
     "attempt_outcome",
     "branch_outcome",
+    "canonical_branch",
     "catalog",
     "check_budget",
     "cited_numbers",

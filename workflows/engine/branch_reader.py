@@ -11,7 +11,10 @@ from typing import Any
 from workflows.engine.checks import is_int
 from workflows.engine.conditions.base import ConditionScope
 from workflows.engine.conditions.reader import ConditionReader
-from workflows.engine.graph import BranchSpec
+from workflows.engine.conditions.registry import condition_type
+from workflows.engine.conditions.values import as_number
+from workflows.engine.field_spec import FieldSpec
+from workflows.engine.graph import BranchSpec, Condition
 from workflows.engine.reading import DocumentReader
 from workflows.engine.vocabulary import (
     ACTION_ALIASES,
@@ -24,6 +27,75 @@ from workflows.engine.vocabulary import (
 )
 
 MAX_BRANCHES = 100
+
+
+def given_in_params(
+    when: object, params: Mapping[str, Any]
+) -> dict[str, tuple[str, FieldSpec | None]]:
+    """Return the params keys that give fields of the condition `when`'s type, each with the
+    field's name and spec (a type's `params`; empty when `when` names no such type)."""
+    if not isinstance(when, Mapping) or not isinstance(when.get("type"), str):
+        return {}
+    kind = condition_type(when["type"])
+    if kind is None:
+        return {}
+    return {
+        key: (name, kind.field(name))
+        for key, name in kind.params.items()
+        if params.get(key) is not None
+    }
+
+
+def canonical_branch(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a valid branch document spelled one way, the format's: the fields its
+    condition's type reads from its params moved into `when`, and each condition field
+    under its own name, not an alias (`evaluator`, not `evaluator_actor`)."""
+    branch = dict(doc)
+    params = dict(branch.get("params") or {})
+    when = branch.get("when")
+    given = given_in_params(when, params)
+    if given and isinstance(when, Mapping):
+        when = dict(when)
+        for key, (name, spec) in given.items():
+            if not any(when.get(k) is not None for k in _spellings(name, spec)):
+                when[name] = params[key]
+            del params[key]
+        if "params" in branch:
+            branch["params"] = params
+    branch["when"] = _canonical_condition(when)
+    return branch
+
+
+def _canonical_condition(when: object) -> object:
+    """Return a condition document with each field under its own name (aliases renamed)."""
+    if not isinstance(when, Mapping):
+        return when
+    canonical = dict(when)
+    if isinstance(canonical.get("conditions"), list):
+        canonical["conditions"] = [_canonical_condition(c) for c in canonical["conditions"]]
+    kind = condition_type(canonical["type"]) if isinstance(canonical.get("type"), str) else None
+    for spec in kind.fields if kind else ():
+        for alias in spec.aliases:
+            if alias in canonical:
+                value = canonical.pop(alias)
+                if canonical.get(spec.name) is None:
+                    canonical[spec.name] = value
+    return canonical
+
+
+def _spellings(name: str, spec: FieldSpec | None) -> tuple[str, ...]:
+    """Return the keys a condition may give field `name` under: its name, then its aliases."""
+    return (name, *spec.aliases) if spec else (name,)
+
+
+def _same(a: object, b: object) -> bool:
+    """Tell whether two values of one field agree (`8` and `"8"` are one threshold)."""
+    if a == b:
+        return True
+    if not all(isinstance(v, str | int | float) and not isinstance(v, bool) for v in (a, b)):
+        return False
+    number_a, number_b = as_number(a), as_number(b)
+    return number_a is not None and number_a == number_b
 
 
 class BranchReader:
@@ -92,13 +164,13 @@ class BranchReader:
             return None
         name = reader.text(doc, "name", f"{path}.name", required=True)
         priority = self.priority(doc.get("priority"), f"{path}.priority")
+        params = self.params(doc.get("params"), f"{path}.params")
         when = None
         if doc.get("when") is None:
             reader.error(f"{path}.when", "is required")
         else:
-            when = self.conditions.read(doc["when"], f"{path}.when", scope)
+            when = self.condition(doc["when"], params or {}, path, scope)
         action = self.action(doc.get("action"), f"{path}.action")
-        params = self.params(doc.get("params"), f"{path}.params")
         # With an unknown action the target is still checked, as a plain step reference.
         target = self.target(
             action or "CONTINUE",
@@ -131,6 +203,39 @@ class BranchReader:
         return BranchSpec(
             name, priority, when, action, target, params, active, source_index, counts_as
         )
+
+    def condition(
+        self, value: object, params: Mapping[str, Any], path: str, scope: ConditionScope
+    ) -> Condition | None:
+        """Read the branch's condition, with the fields its type reads from the branch's
+        params (`ConditionType.params`: the seeds' `evaluator_actor`, `eval_prompt` and
+        `threshold`); one given in both places must agree. A problem with a field given in
+        the params is reported there."""
+        when_path, params_path = f"{path}.when", f"{path}.params"
+        given = given_in_params(value, params)
+        if not given or not isinstance(value, Mapping):
+            return self.conditions.read(value, when_path, scope)
+        merged = dict(value)
+        ok = True
+        for key, (name, spec) in given.items():
+            own = next((k for k in _spellings(name, spec) if merged.get(k) is not None), None)
+            if own is None:
+                merged[name] = params[key]
+            elif not _same(merged[own], params[key]):
+                scope.error(
+                    f"{params_path}.{key}",
+                    f"is {params[key]!r}, but when.{own} says {merged[own]!r}; give one of them",
+                )
+                ok = False
+        before = len(scope.errors)
+        condition = self.conditions.read(merged, when_path, scope)
+        # A field taken from the params is reported where the author wrote it.
+        for i in range(before, len(scope.errors)):
+            for key, (name, _) in given.items():
+                prefix = f"{when_path}.{name}:"
+                if scope.errors[i].startswith(prefix):
+                    scope.errors[i] = f"{params_path}.{key}:" + scope.errors[i][len(prefix) :]
+        return condition if ok else None
 
     def priority(self, value: object, path: str) -> int | None:
         """Return a priority (a whole number >= 1), or None after reporting it."""

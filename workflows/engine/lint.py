@@ -18,6 +18,7 @@ from workflows.engine.conditions.values import as_number, format_number
 from workflows.engine.decision_tree import leaves
 from workflows.engine.errors import TemplateError
 from workflows.engine.graph import BranchSpec, Condition, RecipeGraph, StepSpec
+from workflows.engine.self_check import Scoring
 from workflows.engine.shadowing import shadowed_branches
 from workflows.engine.templating import SOURCES_NAME, step_sources_reference, template_names
 from workflows.engine.vocabulary import COMPLETE, DEFAULT_MAX_RETRIES, END, REPEAT
@@ -63,7 +64,23 @@ def lint_recipe(graph: RecipeGraph) -> list[str]:
         warnings += _unmapped_leaves(graph, step, path)
         warnings += _hits_never_shown(graph, step, path)
         warnings += _beyond_budget(graph, step, path)
+        warnings += _threshold_out_of_reach(step, path)
     return warnings
+
+
+def _threshold_out_of_reach(step: StepSpec, path: str) -> list[str]:
+    """Warn about a validation threshold above what a perfect answer scores: the fallback
+    always replaces the answer (0.9 was reachable under the old 0-1 rule scale)."""
+    if step.validation is None:
+        return []
+    scoring = Scoring.of(step.validation)
+    if scoring.threshold <= scoring.best:
+        return []
+    return [
+        f"{path}.validation.threshold: {format_number(scoring.threshold)} is never reached: "
+        f"a perfect answer scores {scoring.arithmetic(scoring.rule_base, 100)}, so every "
+        "answer is replaced by the fallback"
+    ]
 
 
 def _branch_path(step_path: str, step: StepSpec, branch: BranchSpec) -> str:
@@ -172,6 +189,7 @@ def _branch_warnings(graph: RecipeGraph, step: StepSpec, path: str) -> list[str]
                 f"{bpath}.params.max_retries: not set; the default bound of "
                 f"{DEFAULT_MAX_RETRIES} retries applies"
             )
+        warnings += _params_unread(branch, bpath)
         if branch.target == step.key:
             warnings.append(
                 f"{bpath}.target: leads back to its own step without a bound; use @repeat so "
@@ -184,6 +202,19 @@ def _branch_warnings(graph: RecipeGraph, step: StepSpec, path: str) -> list[str]
                 f"{bpath}.target: HUMAN_REVIEW goes to '{branch.target}', which is not a human step"
             )
     return warnings
+
+
+def _params_unread(branch: BranchSpec, path: str) -> list[str]:
+    """Warn about params that only a condition of another type reads (a judge's
+    `evaluator_actor` on a branch whose condition is no `ai_evaluation`): they do nothing."""
+    own = next((t for t in TYPES if t.name == branch.when.type), None)
+    read_here = own.params if own else {}
+    return [
+        f"{path}.params.{key}: ignored: only a branch whose condition is {kind.name} reads it"
+        for kind in TYPES
+        for key in kind.params
+        if key in branch.params and key not in read_here
+    ]
 
 
 def _condition_warnings(step: StepSpec, path: str) -> list[str]:

@@ -27,7 +27,7 @@ class DocumentReader:
 
     What later parts refer to is filled in as the document is read: `actors` (aliases),
     `input_names`, `step_count` and `keys` (the step keys), `route_names` (of every classify
-    step).
+    step), `validation_defaults` (the recipe's `validation`, which steps' settings inherit).
     """
 
     def __init__(self) -> None:
@@ -37,6 +37,7 @@ class DocumentReader:
         self.step_count = 0
         self.keys: list[str] = []
         self.route_names: set[str] = set()
+        self.validation_defaults: dict[str, Any] = {}
 
     def error(self, path: str, message: str) -> None:
         """Report `message` at `path`."""

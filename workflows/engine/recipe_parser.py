@@ -30,6 +30,7 @@ from workflows.engine.reading import DocumentReader
 from workflows.engine.schedules import parse_schedules
 from workflows.engine.step_kinds.base import StepKind
 from workflows.engine.step_kinds.common import read_failure_severity
+from workflows.engine.step_kinds.llm import read_recipe_validation
 from workflows.engine.step_kinds.registry import DEFAULT_KIND, KIND_NAMES, step_kind
 from workflows.engine.templating import step_number
 from workflows.engine.vocabulary import FORMAT, INPUT_TYPES, LEARNED
@@ -99,6 +100,7 @@ class _Parser(DocumentReader):
         description = self.text(doc, "description", "description") or ""
         self.parse_inputs(doc.get("inputs"))
         self.parse_actors(doc.get("actors"))
+        self.validation_defaults = read_recipe_validation(doc.get("validation"), self)
         steps = self.parse_steps(doc.get("steps"))
         budget = parse_budget(doc.get("budget"), self.error)
         learning = parse_learning(doc.get("learning"), self.error)

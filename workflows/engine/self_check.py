@@ -1,10 +1,13 @@
 """Score a response and retry it with the judge's feedback until it is good enough.
 
-confidence = 0.3 * rule score + 0.7 * judge total / 100. The rule score is the share of three
-checks passed (at least 10 characters, at least 3 words, no refusal or apology); the judge
-gives relevance, helpfulness, accuracy and completeness, 0-25 each. Below the threshold the
-response is generated again with the feedback, up to `max_attempts`; then the fallback text
-replaces it.
+As design note 001 reckons it: confidence = 0.3 * rule score + 0.7 * judge total / 100, where
+an answer that passes all three rule checks (at least 10 characters, at least 3 words, no
+refusal or apology) has the base rule score 0.5, and one that passes some a share of it; the
+judge gives relevance, helpfulness, accuracy and completeness, 0-25 each. A perfect answer so
+scores 0.85, and with the threshold 0.75 the judge must give about 86 of 100. The base, both
+weights and the threshold are a step's (or its recipe's) `validation` settings (`Scoring`).
+Below the threshold the response is generated again with the feedback, up to `max_attempts`;
+then the fallback text replaces it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from typing import Any
 from workflows.engine.answers import is_refusal, json_objects, shorten, strip_thinking
 from workflows.engine.errors import AnswerUnreadable, EngineError
 
+DEFAULT_THRESHOLD = 0.75
+RULE_BASE = 0.5
 RULE_WEIGHT = 0.3
 JUDGE_WEIGHT = 0.7
 MIN_CHARS = 10
@@ -32,6 +37,124 @@ _DIMENSION_LINE = re.compile(
     re.IGNORECASE,
 )
 _FEEDBACK_LINE = re.compile(r"^\W*feedback\W*[:=-]\s*(.+)$", re.IGNORECASE | re.MULTILINE)
+
+
+TIMES = "\u00d7"  # the multiplication sign, as the note writes the formula
+SCORING_FIELDS: tuple[str, ...] = ("threshold", "rule_base", "rule_weight", "judge_weight")
+# Each numeric setting of a `validation` object (a step's or its recipe's): (low, high, what).
+_SETTINGS: dict[str, tuple[float, float | None, str]] = {
+    "threshold": (0, 1, "a number from 0 to 1"),
+    "max_attempts": (1, None, "a whole number >= 1"),
+    "rule_base": (0, 1, "a number from 0 to 1 (the rule score of an answer passing every check)"),
+    "rule_weight": (0, 1, "a number from 0 to 1"),
+    "judge_weight": (0, 1, "a number from 0 to 1"),
+}
+# Weights adding up to a hair over 1 are float noise (0.1 + 0.9), not a mistake.
+_WEIGHT_SLACK = 1e-9
+
+
+def read_settings(
+    settings: Mapping[str, Any], path: str, error: Callable[[str, str], None]
+) -> dict[str, Any]:
+    """Return the numeric settings `settings` gives (None: unset, inherited), each checked.
+
+    A bad one is reported at `path.NAME` and left out.
+    """
+    read: dict[str, Any] = {}
+    for name, (low, high, what) in _SETTINGS.items():
+        value = settings.get(name)
+        if value is None:
+            continue
+        whole = name == "max_attempts"
+        if (
+            not isinstance(value, int | float)
+            or isinstance(value, bool)
+            or not math.isfinite(value)
+            or (whole and not isinstance(value, int))
+            or value < low
+            or (high is not None and value > high)
+        ):
+            error(f"{path}.{name}", f"must be {what}, got {value!r}")
+            continue
+        read[name] = value
+    return read
+
+
+def weight_problem(rule_weight: float, judge_weight: float) -> str | None:
+    """Say why two weights cannot make a confidence from 0 to 1 (None: they can)."""
+    total = rule_weight + judge_weight
+    if total == 0:
+        return "rule_weight and judge_weight are both 0: every answer would score 0"
+    if total > 1 + _WEIGHT_SLACK:
+        return (
+            f"rule_weight {rule_weight:g} and judge_weight {judge_weight:g} add up to "
+            f"{total:g}; at most 1, so that a confidence stays from 0 to 1"
+        )
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Scoring:
+    """How an answer's confidence is reckoned and what it must reach (note 001's numbers).
+
+    confidence = rule_weight * rule score + judge_weight * judge total / 100; the rule score
+    is `rule_base` times the share of the rule checks passed.
+    """
+
+    threshold: float = DEFAULT_THRESHOLD
+    rule_base: float = RULE_BASE
+    rule_weight: float = RULE_WEIGHT
+    judge_weight: float = JUDGE_WEIGHT
+
+    @classmethod
+    def of(cls, settings: Mapping[str, Any] | None) -> Scoring:
+        """Return the scoring of a step's parsed `validation` settings (defaults for any unset)."""
+        settings = settings or {}
+        return cls(
+            **{name: settings[name] for name in SCORING_FIELDS if settings.get(name) is not None}
+        )
+
+    @property
+    def best(self) -> float:
+        """Return the confidence of a perfect answer (every check passed, 100 from the judge)."""
+        return self.rule_weight * self.rule_base + self.judge_weight
+
+    def as_json(self) -> dict[str, float]:
+        """Return the settings as stored with a validated step."""
+        return {name: getattr(self, name) for name in SCORING_FIELDS}
+
+    def rule_score(self, text: str) -> float:
+        """Return `rule_base` times the share of rule checks `text` passes."""
+        return self.rule_base * rule_share(text)
+
+    def confidence(self, rule: float, judge_total: float | None) -> float:
+        """Combine a rule score and the judge's total (0-100; None: no readable verdict)."""
+        score = self.rule_weight * rule + self.judge_weight * (judge_total or 0) / 100
+        # Float noise would turn 0.85 into 0.8499999999999999 and miss a threshold of 0.85.
+        return round(score, 12)
+
+    def arithmetic(self, rule: float, judge_total: float | None) -> str:
+        """Spell out a confidence as reckoned and compared: `0.3 * 0.50 + 0.7 * 0.72 = 0.65 <
+        0.75`, with multiplication signs (the weights, the rule score, the judge's total / 100)."""
+        score = self.confidence(rule, judge_total)
+        judged = "0 (no readable verdict)" if judge_total is None else f"{judge_total / 100:.2f}"
+        passed = score >= self.threshold
+        return (
+            f"{self.rule_weight:g} {TIMES} {rule:.2f} + {self.judge_weight:g} {TIMES} {judged} = "
+            f"{_shown(score, self.threshold)} {'≥' if passed else '<'} {self.threshold:g}"
+        )
+
+
+DEFAULT_SCORING = Scoring()
+
+
+def _shown(score: float, threshold: float) -> str:
+    """Return `score` to two decimals, or more where two would seem to cross the threshold."""
+    for digits in range(2, 7):
+        shown = f"{score:.{digits}f}"
+        if (float(shown) >= threshold) == (score >= threshold):
+            return shown
+    return f"{score:g}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +183,12 @@ class ValidationAttempt:
     confidence: float
     feedback: str | None
     judge_problem: str = ""  # why the judge's verdict could not be read
+    arithmetic: str = ""  # how the confidence was reckoned (`Scoring.arithmetic`)
+
+    @property
+    def judge_total(self) -> float | None:
+        """Return the judge's total, 0-100 (None: its verdict was unreadable)."""
+        return self.judge_scores.total if self.judge_scores else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +230,7 @@ class ValidationSummary:
         return cls(confidence, threshold, len(attempts), bool(details.get("used_fallback")))
 
 
-def rule_score(text: str) -> float:
+def rule_share(text: str) -> float:
     """Return the share of rule checks `text` passes: length, word count, no refusal."""
     stripped = text.strip()
     passed = (
@@ -110,6 +239,11 @@ def rule_score(text: str) -> float:
         + (not is_refusal(stripped))
     )
     return passed / 3
+
+
+def rule_score(text: str) -> float:
+    """Return the rule score of `text` on the default scale: 0.5 when every check passes."""
+    return DEFAULT_SCORING.rule_score(text)
 
 
 def judge_prompt(question: str, response: str) -> str:
@@ -194,9 +328,9 @@ def parse_judge_answer(answer: str) -> JudgeScores:
     )
 
 
-def confidence(rule: float, judge: JudgeScores) -> float:
-    """Combine the rule score (0-1) and the judge's total (0-100) into a confidence, 0-1."""
-    return RULE_WEIGHT * rule + JUDGE_WEIGHT * judge.total / 100
+def confidence(rule: float, judge: JudgeScores, scoring: Scoring = DEFAULT_SCORING) -> float:
+    """Combine a rule score and the judge's total (0-100) into a confidence, 0-1."""
+    return scoring.confidence(rule, judge.total)
 
 
 def _feedback(scores: JudgeScores) -> str:
@@ -216,11 +350,12 @@ def run_validation_loop(
     judge: Callable[[str], str],
     *,
     question: str,
-    threshold: float = 0.75,
+    scoring: Scoring = DEFAULT_SCORING,
     max_attempts: int = 5,
     fallback: str,
 ) -> ValidationOutcome:
-    """Generate, score and regenerate with feedback until the confidence reaches `threshold`.
+    """Generate, score and regenerate with feedback until the confidence reaches the
+    threshold of `scoring`.
 
     `generate(feedback)` gets None first, then the judge's feedback; `judge(prompt)` answers a
     `judge_prompt`. After `max_attempts` low-confidence responses, `fallback` replaces the
@@ -233,16 +368,21 @@ def run_validation_loop(
     feedback: str | None = None
     for _ in range(max_attempts):
         response = generate(feedback)
-        rule = rule_score(response)
+        rule = scoring.rule_score(response)
         problem = ""
         try:
             scores: JudgeScores | None = parse_judge_answer(judge(judge_prompt(question, response)))
         except AnswerUnreadable as exc:
             scores, problem = None, str(exc)
-        score = confidence(rule, scores) if scores else RULE_WEIGHT * rule
+        total = scores.total if scores else None
+        score = scoring.confidence(rule, total)
         # An unreadable verdict gives no advice: the next attempt is generated afresh.
         feedback = _feedback(scores) if scores else None
-        attempts.append(ValidationAttempt(response, rule, scores, score, feedback, problem))
-        if score >= threshold:
+        attempts.append(
+            ValidationAttempt(
+                response, rule, scores, score, feedback, problem, scoring.arithmetic(rule, total)
+            )
+        )
+        if score >= scoring.threshold:
             return ValidationOutcome(response, score, attempts, used_fallback=False)
     return ValidationOutcome(fallback, attempts[-1].confidence, attempts, used_fallback=True)

@@ -85,10 +85,21 @@ class Condition(BaseModel):
     conditions: list[Condition] | None = None
 
 
-class Validation(_Strict):
-    threshold: float = Field(0.75, ge=0, le=1)
-    max_attempts: int = Field(5, ge=1, le=20)
+class RecipeValidation(_Strict):
+    """The defaults of the recipe's steps' validation settings (`engine/self_check.py`);
+    unset, note 001's: threshold 0.75, 5 attempts, rule base 0.5, weights 0.3 and 0.7."""
+
+    threshold: float | None = Field(None, ge=0, le=1)
+    max_attempts: int | None = Field(None, ge=1, le=20)
+    rule_base: float | None = Field(None, ge=0, le=1)
+    rule_weight: float | None = Field(None, ge=0, le=1)
+    judge_weight: float | None = Field(None, ge=0, le=1)
     judge: str | None = None
+
+
+class Validation(RecipeValidation):
+    """A step's validation loop; each unset setting is the recipe's, else note 001's."""
+
     fallback: str = ""
 
 
@@ -252,6 +263,7 @@ class RecipeDocument(_Strict):
     steps: list[Step] = Field(min_length=1)
     budget: Budget | None = None
     learning: Learning | None = None
+    validation: RecipeValidation | None = None
     webhooks: list[Webhook] | None = Field(None, max_length=MAX_HOOKS)
     callbacks: list[Callback] | None = Field(None, max_length=MAX_CALLBACKS)
     schedules: list[Schedule] | None = Field(None, max_length=MAX_SCHEDULES)

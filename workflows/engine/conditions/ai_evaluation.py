@@ -119,7 +119,9 @@ CONDITION_TYPE = ConditionType(
         "names (the default prompt asks for 1 to 10, where `4/5` reads as 8; a prompt that "
         "names none takes the number as written); no score (an answer off the scale, a "
         "refusal, several unmarked numbers) is false, with why. Asked once per step result "
-        "per evaluator and prompt, with the response passed as quoted data."
+        "per evaluator and prompt, with the response passed as quoted data. The branch's "
+        "`params` may give the evaluator, prompt and score as the seeds do "
+        "(`evaluator_actor`, `eval_prompt`, `threshold`); they are stored as `when` fields."
     ),
     operators=NUMERIC_OPERATORS,
     operator_aliases=NUMERIC_OPERATOR_ALIASES,
@@ -133,4 +135,6 @@ CONDITION_TYPE = ConditionType(
     prepare=prepare,
     evaluate=evaluate,
     lint=lint,
+    # Note 000 gives a judge branch's settings in its metadata (`params`), as these keys.
+    params={"evaluator_actor": "evaluator", "eval_prompt": "prompt", "threshold": "value"},
 )

@@ -90,7 +90,9 @@ class ConditionType:
     condition reads whether the step failed, so its branch may handle a failed step.
     `asks_about_budget`: the condition reads the run's budget, so its branch may handle a
     step the budget stopped (and no other failure); `asks_about_classification` likewise, a
-    classify step whose classifier gave no readable answer.
+    classify step whose classifier gave no readable answer. `params` maps keys of a branch's
+    `params` to fields of the type: a branch whose condition is of the type may give those
+    fields there (the seeds' metadata does), read as if its condition gave them.
     """
 
     name: str
@@ -108,6 +110,7 @@ class ConditionType:
     asks_about_classification: bool = False
     aliases: tuple[str, ...] = ()
     operator_aliases: Mapping[str, str] = field(default_factory=dict)
+    params: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def operator_names(self) -> tuple[str, ...]:

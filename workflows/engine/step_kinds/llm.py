@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from workflows.engine.checks import is_int, is_number
+from workflows.engine.checks import is_int
 from workflows.engine.field_spec import FieldSpec
 from workflows.engine.graph import Variant
 from workflows.engine.learner import MAX_VARIANT_NAME, MAX_VARIANTS, SUFFIX_MARK
@@ -13,6 +13,15 @@ from workflows.engine.output_schema import DEFAULT_ATTEMPTS as DEFAULT_SCHEMA_AT
 from workflows.engine.output_schema import MAX_ATTEMPTS as MAX_SCHEMA_ATTEMPTS
 from workflows.engine.output_schema import schema_problems
 from workflows.engine.reading import DocumentReader
+from workflows.engine.self_check import (
+    DEFAULT_SCORING,
+    DEFAULT_THRESHOLD,
+    JUDGE_WEIGHT,
+    RULE_BASE,
+    RULE_WEIGHT,
+    read_settings,
+    weight_problem,
+)
 from workflows.engine.step_kinds.base import StepKind
 from workflows.engine.step_kinds.common import (
     FAILURE_SEVERITY,
@@ -28,8 +37,12 @@ from workflows.engine.step_kinds.common import (
 )
 from workflows.engine.vocabulary import HUMAN_ACTOR_PREFIX
 
-DEFAULT_THRESHOLD = 0.75
 DEFAULT_MAX_ATTEMPTS = 5
+# Note 001's settings: what a step gets that neither it nor its recipe sets.
+DEFAULTS: dict[str, Any] = {
+    **DEFAULT_SCORING.as_json(),
+    "max_attempts": DEFAULT_MAX_ATTEMPTS,
+}
 
 
 def read_body(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> dict[str, Any]:
@@ -137,27 +150,45 @@ def _candidates(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> tu
 
 
 def _validation(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> Any:
-    """Read the validation settings, defaults filled in (None: the step is not validated)."""
+    """Read the validation settings, each unset one the recipe's `validation` default, else
+    note 001's (None: the step is not validated)."""
     path = f"{path}.validation"
     settings = reader.mapping(doc.get("validation"), path)
     if settings is None:
         return None
-    threshold = settings.get("threshold", DEFAULT_THRESHOLD)
-    if not is_number(threshold) or not 0 <= threshold <= 1:
-        reader.error(f"{path}.threshold", f"must be a number from 0 to 1, got {threshold!r}")
-        threshold = DEFAULT_THRESHOLD
-    attempts = settings.get("max_attempts", DEFAULT_MAX_ATTEMPTS)
-    if not is_int(attempts) or attempts < 1:
-        reader.error(f"{path}.max_attempts", f"must be a whole number >= 1, got {attempts!r}")
-        attempts = DEFAULT_MAX_ATTEMPTS
-    judge = reader.actor_alias(settings.get("judge"), f"{path}.judge")
+    inherited = reader.validation_defaults
+    given = read_settings(settings, path, reader.error)
+    merged = {**DEFAULTS, **inherited, **given}
+    problem = weight_problem(merged["rule_weight"], merged["judge_weight"])
+    if problem and {"rule_weight", "judge_weight"} & given.keys():
+        # Only where a weight is given: a bad pair of the recipe's own is reported there.
+        inherited_weight = next(iter({"rule_weight", "judge_weight"} - given.keys()), None)
+        if inherited_weight:
+            problem += f" ({inherited_weight} is inherited: set it here too)"
+        reader.error(path, problem)
+    if settings.get("judge") is None:
+        judge = inherited.get("judge")
+    else:
+        judge = reader.actor_alias(settings.get("judge"), f"{path}.judge")
     fallback = reader.text(settings, "fallback", f"{path}.fallback") or ""
-    return {
-        "threshold": threshold,
-        "max_attempts": attempts,
-        "judge": judge,
-        "fallback": fallback,
-    }
+    return {**merged, "judge": judge, "fallback": fallback}
+
+
+def read_recipe_validation(value: object, reader: DocumentReader) -> dict[str, Any]:
+    """Read a recipe's `validation`: the defaults of its steps' validation settings (scoring,
+    attempts, judge). It validates no step by itself."""
+    settings = reader.mapping(value, "validation")
+    if settings is None:
+        return {}
+    defaults = read_settings(settings, "validation", reader.error)
+    merged = {**DEFAULTS, **defaults}
+    problem = weight_problem(merged["rule_weight"], merged["judge_weight"])
+    if problem:
+        reader.error("validation", problem)
+    if settings.get("fallback") is not None:
+        reader.error("validation.fallback", "is a step's own: set it in each step's validation")
+    judge = reader.actor_alias(settings.get("judge"), "validation.judge")
+    return {**defaults, **({"judge": judge} if judge else {})}
 
 
 STEP_KIND = StepKind(
@@ -181,7 +212,10 @@ STEP_KIND = StepKind(
             "Validation threshold",
             "number",
             default=DEFAULT_THRESHOLD,
-            help="Validate the response: retry while its confidence (0 to 1) is below this.",
+            help=(
+                "Validate the response: retry while its confidence (0 to 1) is below this. "
+                "confidence = rule weight * rule score + judge weight * judge total / 100."
+            ),
         ),
         FieldSpec(
             "validation.max_attempts",
@@ -190,6 +224,15 @@ STEP_KIND = StepKind(
             default=DEFAULT_MAX_ATTEMPTS,
         ),
         FieldSpec("validation.judge", "Validation judge", "actor"),
+        FieldSpec(
+            "validation.rule_base",
+            "Rule score",
+            "number",
+            default=RULE_BASE,
+            help="The rule score of an answer passing every rule check (a share for some).",
+        ),
+        FieldSpec("validation.rule_weight", "Rule weight", "number", default=RULE_WEIGHT),
+        FieldSpec("validation.judge_weight", "Judge weight", "number", default=JUDGE_WEIGHT),
         FieldSpec(
             "variants",
             "Prompt variants",
