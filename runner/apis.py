@@ -147,6 +147,19 @@ class StepOutput(serializers.ModelSerializer):
         help_text="how the learner chose this attempt's actor and variant (rule, explored, "
         "reason, each candidate's evidence); null when it did not choose",
     )
+    execution_steps = serializers.SerializerMethodField(
+        help_text="each phase of the step that ran, in order: {name (sources, tools, build, "
+        "call, validate, finalise), status (ok or failed), duration_ms}; empty for a human "
+        "step, a copied or given answer, or a step recorded before phases were"
+    )
+    execution_attempts = serializers.SerializerMethodField(
+        help_text="how many answers the step asked its model for (a validation loop or an "
+        "output schema may ask again); null when not recorded"
+    )
+    duration_ms = serializers.SerializerMethodField(
+        help_text="how long the step's execution took in all, its searches and judges "
+        "included (latency_ms is its model's answers); null when not recorded"
+    )
 
     class Meta:
         model = StepRun
@@ -169,12 +182,46 @@ class StepOutput(serializers.ModelSerializer):
             "outcome",
             "variant",
             "choice",
+            "execution_steps",
+            "execution_attempts",
+            "duration_ms",
             "details",
             "started_at",
             "finished_at",
             "evaluations",
             "calls",
         ]
+
+    @extend_schema_field(
+        {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "status": {"type": "string", "enum": ["ok", "failed"]},
+                    "duration_ms": {"type": "integer"},
+                },
+            },
+        }
+    )
+    def get_execution_steps(self, step: StepRun) -> list[dict[str, Any]]:
+        return list(_execution(step).get("steps") or [])
+
+    @extend_schema_field({"type": "integer", "nullable": True})
+    def get_execution_attempts(self, step: StepRun) -> int | None:
+        return _execution(step).get("attempts")
+
+    @extend_schema_field({"type": "integer", "nullable": True})
+    def get_duration_ms(self, step: StepRun) -> int | None:
+        return _execution(step).get("duration_ms")
+
+
+def _execution(step: StepRun) -> dict[str, Any]:
+    """The step's phases, attempts and duration (`runner.steps.phases`); {} when none."""
+    details = step.details if isinstance(step.details, dict) else {}
+    execution = details.get("execution")
+    return execution if isinstance(execution, dict) else {}
 
 
 class TaskOutput(serializers.ModelSerializer):
