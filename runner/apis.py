@@ -89,6 +89,14 @@ class RunStartInput(serializers.Serializer):
     inputs = JSONObjectField(default=dict, help_text="the recipe's inputs, by name")
     script = ScriptField(required=False, allow_null=True, default=None)
     version = serializers.IntegerField(required=False, min_value=1, allow_null=True)
+    classification = serializers.ChoiceField(
+        choices=services.CLASSIFICATION_MODES,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="bypass: its classify steps select their always-active routes without "
+        "asking their model; ask: they ask it (default: the CLASSIFICATION_BYPASS setting)",
+    )
 
 
 class RunBatchItemInput(serializers.Serializer):
@@ -296,6 +304,7 @@ class RunOutput(serializers.ModelSerializer):
             "outcome",
             "inputs",
             "script",
+            "options",
             "error",
             "created_by",
             "trigger",
@@ -378,6 +387,7 @@ class RecipeRunsApi(APIView):
                 inputs=data.validated_data["inputs"],
                 script=data.validated_data.get("script"),
                 version=data.validated_data.get("version"),
+                classification=data.validated_data.get("classification"),
             )
             output = RunDetailOutput(run, context={RunDetailOutput.STARTED: True})
             return Response(output.data, status=status.HTTP_201_CREATED)
