@@ -425,6 +425,9 @@ if WEBHOOK_MAX_BYTES < 1 or WEBHOOK_MAX_PER_MINUTE < 1:
 
 # Runs: bounded loops, leases and the periodic duties (see runner/advance.py).
 RUN_MAX_STEPS = env.int("RUN_MAX_STEPS", default=100)
+# Every classify step selects its always-active routes without asking its model (a run may
+# say otherwise: `"classification": "ask"` when it starts; docs/recipe-format.md).
+CLASSIFICATION_BYPASS = _switch("CLASSIFICATION_BYPASS", default=False)
 # The most runs one `POST /api/recipes/{slug}/runs/batch` may start.
 RUN_BATCH_MAX_RUNS = env.int("RUN_BATCH_MAX_RUNS", default=1000)
 if RUN_BATCH_MAX_RUNS < 1:

@@ -89,6 +89,14 @@ class RunStartInput(serializers.Serializer):
     inputs = JSONObjectField(default=dict, help_text="the recipe's inputs, by name")
     script = ScriptField(required=False, allow_null=True, default=None)
     version = serializers.IntegerField(required=False, min_value=1, allow_null=True)
+    classification = serializers.ChoiceField(
+        choices=services.CLASSIFICATION_MODES,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="bypass: its classify steps select their always-active routes without "
+        "asking their model; ask: they ask it (default: the CLASSIFICATION_BYPASS setting)",
+    )
 
 
 class RunBatchItemInput(serializers.Serializer):
@@ -147,6 +155,19 @@ class StepOutput(serializers.ModelSerializer):
         help_text="how the learner chose this attempt's actor and variant (rule, explored, "
         "reason, each candidate's evidence); null when it did not choose",
     )
+    execution_steps = serializers.SerializerMethodField(
+        help_text="each phase of the step that ran, in order: {name (sources, tools, build, "
+        "call, validate, finalise), status (ok or failed), duration_ms}; empty for a human "
+        "step, a copied or given answer, or a step recorded before phases were"
+    )
+    execution_attempts = serializers.SerializerMethodField(
+        help_text="how many answers the step asked its model for (a validation loop or an "
+        "output schema may ask again); null when not recorded"
+    )
+    duration_ms = serializers.SerializerMethodField(
+        help_text="how long the step's execution took in all, its searches and judges "
+        "included (latency_ms is its model's answers); null when not recorded"
+    )
 
     class Meta:
         model = StepRun
@@ -169,12 +190,46 @@ class StepOutput(serializers.ModelSerializer):
             "outcome",
             "variant",
             "choice",
+            "execution_steps",
+            "execution_attempts",
+            "duration_ms",
             "details",
             "started_at",
             "finished_at",
             "evaluations",
             "calls",
         ]
+
+    @extend_schema_field(
+        {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "status": {"type": "string", "enum": ["ok", "failed"]},
+                    "duration_ms": {"type": "integer"},
+                },
+            },
+        }
+    )
+    def get_execution_steps(self, step: StepRun) -> list[dict[str, Any]]:
+        return list(_execution(step).get("steps") or [])
+
+    @extend_schema_field({"type": "integer", "nullable": True})
+    def get_execution_attempts(self, step: StepRun) -> int | None:
+        return _execution(step).get("attempts")
+
+    @extend_schema_field({"type": "integer", "nullable": True})
+    def get_duration_ms(self, step: StepRun) -> int | None:
+        return _execution(step).get("duration_ms")
+
+
+def _execution(step: StepRun) -> dict[str, Any]:
+    """The step's phases, attempts and duration (`runner.steps.phases`); {} when none."""
+    details = step.details if isinstance(step.details, dict) else {}
+    execution = details.get("execution")
+    return execution if isinstance(execution, dict) else {}
 
 
 class TaskOutput(serializers.ModelSerializer):
@@ -249,6 +304,7 @@ class RunOutput(serializers.ModelSerializer):
             "outcome",
             "inputs",
             "script",
+            "options",
             "error",
             "created_by",
             "trigger",
@@ -331,6 +387,7 @@ class RecipeRunsApi(APIView):
                 inputs=data.validated_data["inputs"],
                 script=data.validated_data.get("script"),
                 version=data.validated_data.get("version"),
+                classification=data.validated_data.get("classification"),
             )
             output = RunDetailOutput(run, context={RunDetailOutput.STARTED: True})
             return Response(output.data, status=status.HTTP_201_CREATED)

@@ -51,6 +51,8 @@ class Claim:
     # counts from them. Only the lease holder adds to the totals, so the claim keeps them.
     spent: engine.Spend = field(default_factory=engine.Spend)
     started_at: datetime | None = None
+    # The run's start options (`Run.options`: how its classify steps classify).
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -26,6 +26,9 @@ class Run(models.Model):
     inputs = models.JSONField(default=dict)
     # Dry runs: actor alias -> scripted answers (DESIGN.md §4).
     script = models.JSONField(null=True, blank=True)
+    # How the run was asked to run, beside its inputs: `{"classification": "bypass" | "ask"}`
+    # (absent: the CLASSIFICATION_BYPASS setting decides; runner/steps/classify.py).
+    options = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.QUEUED)
     outcome = models.CharField(max_length=20, choices=Outcome.choices, blank=True)
     error = models.TextField(blank=True)

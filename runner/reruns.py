@@ -259,6 +259,7 @@ def run_fork(
         created_by=user,
         inputs=checked_inputs,
         script=checked_script,
+        options=dict(run.options or {}),  # classified as its parent was
         state=state.to_dict(),
         next=next_,
         next_seq=at_seq,

@@ -121,11 +121,14 @@ def run_start(
     version: int | None = None,
     snapshot: RecipeVersion | None = None,
     trigger: str = "",
+    classification: str | None = None,
 ) -> Run:
     """Queue a run of the recipe's latest (or a given) published version, or of `snapshot`, a
     draft snapshot of the recipe (`workflows.services.recipe_draft_snapshot`: a test run of the
-    draft as the editor shows it). `trigger` says what started it when no person did."""
-    item = {"inputs": inputs, "script": script}
+    draft as the editor shows it). `trigger` says what started it when no person did.
+    `classification`: "bypass" or "ask", how its classify steps classify (None: as the
+    CLASSIFICATION_BYPASS setting says)."""
+    item = {"inputs": inputs, "script": script, "classification": classification}
     (run,) = _start_runs(user, recipe, [item], version, snapshot, name_items=False, trigger=trigger)
     return run
 
@@ -143,6 +146,19 @@ def run_start_many(
     InputsInvalid lists every item's problems, each prefixed `runs[i].`.
     """
     return _start_runs(user, recipe, items, version, None, name_items=True)
+
+
+CLASSIFICATION_MODES = ("ask", "bypass")
+
+
+def _options(item: dict[str, object]) -> dict[str, object]:
+    """The run's start options, as `Run.options` keeps them (only what was asked)."""
+    mode = item.get("classification")
+    if mode is None:
+        return {}
+    if mode not in CLASSIFICATION_MODES:
+        raise InputsInvalid([f"classification: must be ask or bypass, got {mode!r}"])
+    return {"classification": mode}
 
 
 def _start_runs(
@@ -182,6 +198,7 @@ def _start_runs(
                 created_by=user,
                 inputs=checked_inputs,
                 script=checked_script,
+                options=_options(item),
                 state=state.to_dict(),
                 next={"step": graph.steps[0].key},
                 enqueued_at=timezone.now(),

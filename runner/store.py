@@ -270,6 +270,7 @@ def claim(run_id: int, *, resume_token: str = "") -> Claim | None:
         next=dict(run.next),
         calls=dict(run.calls),
         script=run.script,
+        options=dict(run.options or {}),
         recipe_id=run.recipe_id,
         owner_id=run.created_by_id,
         created_at=run.created_at,

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from workflows.actor_urls import Allowlist, NameUnresolved, URLRefused, check_base_url
+from workflows.engine.capabilities import parse_capabilities
 from workflows.engine.errors import RegexError, RegexTooLarge
 from workflows.engine.regex import Pattern, compile_pattern
 
@@ -151,6 +152,7 @@ class ActorFields:
     timeout_s: object
     has_group: bool
     config: object
+    capabilities: object = None
 
 
 def actor_problems(
@@ -173,7 +175,7 @@ def actor_problems(
         for name in ("provider", "model", "base_url", "api_key_env"):
             if getattr(actor, name):
                 add(name, "a human actor calls no model; leave it empty")
-        for name in ("params", "config"):
+        for name in ("params", "config", "capabilities"):
             if getattr(actor, name):
                 add(name, "a human actor calls no model; leave it empty")
         return problems
@@ -199,6 +201,8 @@ def actor_problems(
         add("timeout_s", f"must be a whole number of seconds from 1 to {MAX_TIMEOUT_S}")
     if not isinstance(actor.params, Mapping):
         add("params", "must be a JSON object")
+    for where, message in parse_capabilities(actor.capabilities)[1]:
+        add("capabilities", f"{where}: {message}" if where else message)
     return problems
 
 

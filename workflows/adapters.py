@@ -13,6 +13,7 @@ from .recipe_format import FORMAT
 # Step fields kept in Step.config, by kind; exported only when set.
 STEP_CONFIG_FIELDS = (
     "failure_severity",
+    "requires",
     "tree",
     "leaf_targets",
     "routes",

@@ -43,6 +43,7 @@ class ActorForm(forms.ModelForm):
             "timeout_s",
             "group",
             "config",
+            "capabilities",
             "price_in_per_million",
             "price_out_per_million",
             "currency",

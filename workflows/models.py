@@ -57,6 +57,14 @@ class Actor(models.Model):
     timeout_s = models.PositiveIntegerField(default=120)
     group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.PROTECT)
     config = models.JSONField(default=dict, blank=True)
+    # What the model can do (`workflows/engine/capabilities.py`), checked against each step's
+    # `requires`; None: not declared, so not checked (the actor is taken to meet every need).
+    capabilities = models.JSONField(
+        null=True,
+        blank=True,
+        default=None,
+        help_text='e.g. ["vision", "tools", "json_schema", {"context": 32768}]; empty: not declared',
+    )
     # What a call costs, read when it is made and stored with it (runner.model_calls): a later
     # change of price does not rewrite the cost of calls made before. No price: no cost.
     price_in_per_million = models.DecimalField(
@@ -145,8 +153,17 @@ class Actor(models.Model):
             timeout_s=self.timeout_s,
             has_group=self.group_id is not None,
             config=self.config,
+            capabilities=self.capabilities,
         )
         return actor_problems(fields, allowlist=settings_allowlist(), resolve=resolve)
+
+    @property
+    def declared_capabilities(self) -> engine.Capabilities | None:
+        """What the actor can do, parsed (None: not declared, or not readable)."""
+        if self.capabilities is None:
+            return None
+        parsed, problems = engine.parse_capabilities(self.capabilities)
+        return None if problems else parsed
 
     def clean(self) -> None:
         """Refuse an actor that cannot run (the admin and the demo seed call this)."""

@@ -157,6 +157,8 @@ def check_document(doc: dict[str, Any]) -> CheckedDocument:
     errors += actor_errors
     if graph is not None and not actor_errors:
         errors += _actor_kind_errors(graph, actors)
+        offered = {a: t.declared_capabilities for a, t in actors.items() if isinstance(t, Actor)}
+        errors += engine.capability_errors(graph, offered)
     if graph is not None:
         errors += engine.lint_errors(graph)
     if errors or graph is None:

@@ -40,6 +40,7 @@ KIND_FIELDS = (
     "output_schema",
     "output_schema_attempts",
     "set",
+    "requires",
 )
 # The tools fields: written from the Tools sections (editor/forms/tools.py) for the kinds that
 # hold them, kept as they were when a post has no such section.
@@ -97,6 +98,12 @@ class StepForm(forms.Form):
     output_schema_attempts = forms.IntegerField(
         min_value=1, max_value=MAX_SCHEMA_ATTEMPTS, required=False, label="Schema attempts"
     )
+    # What the step's actor must be able to do: ["vision", {"context": 8192}].
+    requires = PrettyJSONField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text='JSON: capability names and {"context": TOKENS}; the engine checks them.',
+    )
     # A transform step's `set`: fact name -> JMESPath expression.
     set = PrettyJSONField(required=False, widget=forms.Textarea(attrs={"rows": 6}))
     # An intent step's `max_attempts`; `max_attempts` above is the validation loop's.
@@ -123,6 +130,7 @@ class StepForm(forms.Form):
         "output_schema": "output_schema",
         "output_schema_attempts": "output_schema_attempts",
         "set": "set",
+        "requires": "requires",
     }
     VALIDATION_PATHS = {
         "threshold": "threshold",
@@ -232,6 +240,7 @@ class StepForm(forms.Form):
             "output_schema": step.get("output_schema"),
             "output_schema_attempts": step.get("output_schema_attempts"),
             "set": step.get("set"),
+            "requires": step.get("requires"),
         }
 
     def clean_key(self) -> str:

@@ -90,8 +90,21 @@ class RecipeTestForm(forms.Form):
 class TestRunForm(forms.Form):
     """Inputs and scripted answers for a dry run, built from the version's inputs and actors."""
 
+    # How the run's classify steps classify (shown when the recipe has one).
+    classification = forms.ChoiceField(
+        required=False,
+        label="Classification",
+        choices=[
+            ("", "as the deployment says (CLASSIFICATION_BYPASS)"),
+            ("ask", "ask the classifier"),
+            ("bypass", "bypass: select the always-active routes, ask no model"),
+        ],
+    )
+
     def __init__(self, *args: Any, document: dict[str, Any], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        steps_ = document.get("steps") if isinstance(document.get("steps"), list) else []
+        self.classifies = any(isinstance(s, dict) and s.get("kind") == "classify" for s in steps_)
         self.input_names: list[str] = []
         self.aliases: list[tuple[str, str]] = []
         inputs = document.get("inputs") if isinstance(document.get("inputs"), dict) else {}

@@ -54,6 +54,7 @@ def run_new(request: HtmxHttpRequest, slug: str) -> HttpResponse:
                 recipe=recipe,
                 inputs=form.inputs(),
                 script=form.script() or None,
+                classification=form.cleaned_data.get("classification") or None,
             )
         except InputsInvalid as exc:
             form.add_run_errors(exc.errors)

@@ -12,6 +12,7 @@ checked) is its module in `workflows/engine/step_kinds/`.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 
 from django.utils import timezone
@@ -28,6 +29,8 @@ from ..outages import DATABASE_ERRORS
 from ..status import StepStatus
 from . import classify, decision_tree, given, http, human, intent, llm, retrieve, tool, transform
 from .actor_stats import learning
+from .phases import DETAILS as PHASES
+from .phases import FAILED, OK, Phases
 from .session import Session
 
 log = logging.getLogger(__name__)
@@ -61,6 +64,7 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
     started = timezone.now()
     # A fork may give the step its answer: recorded instead of executed (`given`).
     executor = given.execute if given.ANSWER in claim.next else EXECUTORS[step.kind]
+    began = time.monotonic()
     try:
         outcome = executor(session)
     except (LookupError, engine.EngineError) as exc:
@@ -76,7 +80,11 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
         # rather than leave the lease to expire and run the (paid) step again and again.
         log.exception("run %s: step %s failed unexpectedly", claim.run_id, step.key)
         outcome = StepOutcome(status=StepStatus.FAILED, error=f"unexpected error: {exc!r}")
+    executed = time.monotonic() - began
+    finishing = time.monotonic()
     _make_storable(outcome)
+    if executor is not given.execute and step.kind != human.KIND:
+        _record_phases(session.phases, outcome, executed, finishing)
     outcome.started_at = started
     session.executed = True  # from here on a full actor is waited for (Session._slot)
     # The session's own list: the calls of the evaluators `decide` asks are added to it.
@@ -136,6 +144,17 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
     )
     _add_up(outcome)
     return outcome, decision
+
+
+def _record_phases(phases: Phases, outcome: StepOutcome, executed: float, finishing: float) -> None:
+    """Keep the step's phases, attempts and duration in its details (`phases.py`). A kind
+    that times no phases of its own has one: `call`, its whole execution."""
+    if not phases.ran():
+        failed = outcome.status != StepStatus.SUCCEEDED
+        phases.add("call", executed, FAILED if failed else OK)
+        phases.attempts = phases.attempts or 1
+    phases.add("finalise", time.monotonic() - finishing)
+    outcome.details[PHASES] = phases.as_json()
 
 
 def _make_storable(outcome: StepOutcome) -> None:

@@ -3,13 +3,14 @@ chooses by (`learning`), and the figures of the admin and the "what works" page.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from django.db.models import BooleanField, Case, Count, Q, Sum, Value, When
 from django.db.models.functions import Coalesce
 
 from workflows import engine
+from workflows.models import Actor
 
 from .. import capacity
 from ..claims import Claim
@@ -63,6 +64,7 @@ def learning(claim: Claim) -> engine.Learning:
     return engine.Learning(
         observations=_LazyObservations(claim.recipe_id, claim.step.key),
         full=full_actors(claim),
+        capabilities=actor_capabilities(claim),
         rng=engine.seeded(claim.run_id, claim.step.key, claim.seq),
     )
 
@@ -76,6 +78,21 @@ def full_actors(claim: Claim) -> Callable[[Sequence[str]], Collection[str]]:
         return {alias for alias, name in names.items() if not has_room.get(name, True)}
 
     return full
+
+
+def actor_capabilities(
+    claim: Claim,
+) -> Callable[[Sequence[str]], Mapping[str, engine.Capabilities | None]]:
+    """Tell what the actors some aliases name can do (None: not declared); read when a step
+    that `requires` something chooses among them."""
+
+    def capabilities(aliases: Sequence[str]) -> Mapping[str, engine.Capabilities | None]:
+        names = {alias: claim.document.get("actors", {}).get(alias, "") for alias in aliases}
+        rows = Actor.objects.filter(name__in=[n for n in names.values() if n])
+        by_name = {actor.name: actor.declared_capabilities for actor in rows}
+        return {alias: by_name.get(name) for alias, name in names.items()}
+
+    return capabilities
 
 
 class _LazyObservations(Sequence[engine.Observation]):

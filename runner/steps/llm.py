@@ -5,7 +5,8 @@ with `tools` answers through the tool loop (`tool_loop.py`); its calls are kept 
 `details["tool_calls"]`. Each call to a model is recorded by the session with its purpose
 (the answer, each further validation attempt, the judge); the step's tokens are their sums.
 A step with an `output_schema` answers until an answer meets it (`_structured`); how its
-answers fared is kept in `details["output_schema"]`.
+answers fared is kept in `details["output_schema"]`. How long each phase took (sources, tools,
+build, call, validate, finalise) is kept in `details["execution"]` (`phases.py`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ..model_calls import Purpose
 from ..providers import OutputSchema, ProviderError, ProviderTimeoutError
 from ..status import StepStatus
 from .actor_stats import learning
+from .phases import FAILED, Phases
 from .session import Session, TokenStreamer
 from .sources import Retrieval, SourcesFailed, retrieve
 from .tool_calls import ToolCallLog
@@ -39,16 +41,20 @@ def execute(session: Session) -> StepOutcome:
     outcome = StepOutcome(status=StepStatus.SUCCEEDED)
     _choose(session, outcome)
     alias = outcome.actor_alias
+    phases = session.phases
     try:
         if step.sources:
-            _search(session, outcome)
-        outcome.prompt = session.prompt()
+            with phases.phase("sources"):
+                _search(session, outcome)
+        with phases.phase("build"):
+            outcome.prompt = session.prompt()
     except (engine.TemplateError, SourcesFailed) as exc:
         outcome.status, outcome.error = StepStatus.FAILED, str(exc)
         return outcome
     streamer = TokenStreamer(claim.run_id, claim.seq, claim.token)
     log = ToolCallLog(claim.run_id, claim.seq) if step.tools else None
     began = time.monotonic()
+    call_failed = False
     try:
         outcome.actor_name = session.resolve(alias).name
         if step.validation:
@@ -56,22 +62,42 @@ def execute(session: Session) -> StepOutcome:
         elif step.output_schema is not None:
             _structured(session, alias, outcome, streamer)
         else:
+            phases.attempts = 1
             outcome.response = _answer(session, alias, outcome.prompt, streamer, log)
     except ToolLoopFailed as exc:
         outcome.status, outcome.error = StepStatus.FAILED, str(exc)
+        call_failed = True
     except ProviderError as exc:
         outcome.status = StepStatus.FAILED
         outcome.error = str(exc)
         outcome.timed_out = isinstance(exc, ProviderTimeoutError)
         if outcome.timed_out:
             outcome.status = StepStatus.TIMED_OUT
+        call_failed = True
     finally:
         streamer.close()
-    outcome.latency_ms = int((time.monotonic() - began) * 1000)
+    called = time.monotonic() - began
+    outcome.latency_ms = int(called * 1000)
+    _add_call_phases(phases, called, log, failed=call_failed)
     if log is not None:
         outcome.details["tool_calls"] = log.calls
         outcome.tool_calls = tuple(log.calls)
     return outcome
+
+
+def _add_call_phases(
+    phases: Phases, called: float, log: ToolCallLog | None, *, failed: bool
+) -> None:
+    """Split the time of the model's turns into its tool calls, the judge's (or the schema
+    checks', already timed as `validate`) and the model's own calls."""
+    tool_seconds = 0.0
+    if log is not None and log.calls:
+        tool_seconds = sum(int(c.get("latency_ms") or 0) for c in log.calls) / 1000
+        tool_failed = any(c.get("is_error") for c in log.calls)
+        phases.add("tools", tool_seconds, FAILED if tool_failed else "ok")
+    phases.add("call", called - tool_seconds - phases.seconds("validate"))
+    if failed:
+        phases.add("call", 0, FAILED)
 
 
 def _choose(session: Session, outcome: StepOutcome) -> None:
@@ -147,6 +173,7 @@ def _validate(
     judge_alias: str = settings_.get("judge") or alias
     scoring = engine.Scoring.of(settings_)
     attempts = [0]
+    phases = session.phases
 
     def generate(feedback: str | None) -> str:
         prompt = session.prompt(feedback)
@@ -154,11 +181,16 @@ def _validate(
             prompt += f"\n\nFeedback on your previous answer: {feedback}"
         purpose = Purpose.ANSWER if attempts[0] == 0 else Purpose.VALIDATION
         attempts[0] += 1
+        phases.attempts = attempts[0]
         return _answer(session, alias, prompt, streamer, log, purpose)
+
+    def judge(prompt: str) -> str:
+        with phases.phase("validate"):
+            return session.ask(judge_alias, prompt, purpose=Purpose.JUDGE).text
 
     validated = engine.run_validation_loop(
         generate,
-        lambda prompt: session.ask(judge_alias, prompt, purpose=Purpose.JUDGE).text,
+        judge,
         question=outcome.prompt,
         scoring=scoring,
         max_attempts=settings_.get("max_attempts", 5),
@@ -166,6 +198,8 @@ def _validate(
     )
     outcome.response = validated.response
     outcome.confidence = validated.confidence
+    if validated.used_fallback:
+        phases.add("validate", 0, FAILED)
     outcome.details["validation"] = {
         "used_fallback": validated.used_fallback,
         # How each confidence was reckoned: a run made before these were kept scored its
@@ -229,10 +263,14 @@ def _structured(
             on_token=streamer.add,
             output_schema=wire,
         ).text
-        value, errors = output_schema.check_answer(schema, answer)
+        with session.phases.phase("validate"):
+            value, errors = output_schema.check_answer(schema, answer)
+        session.phases.attempts = attempt + 1
         tries.append({"response": answer, "errors": errors})
         if not errors:
             break
+    if errors:
+        session.phases.add("validate", 0, FAILED)
     check = SchemaCheck(valid=not errors, errors=tuple(errors), attempts=len(tries))
     record.update(check.as_json())
     if errors or value is None:

@@ -22,6 +22,7 @@ from ..lease import keeper
 from ..model_calls import BudgetExceeded, CallRecord, Purpose
 from ..models import StepRun
 from ..providers import ChatResult, OutputSchema, ProviderError, ProviderTimeoutError
+from .phases import Phases
 
 
 class Answers:
@@ -108,6 +109,8 @@ class Session:
         # Whether the step's kind has run (its evaluators are asked after): from then on, the
         # step has done work that giving it back to the queue would lose (`_slot`).
         self.executed = False
+        # How long each phase of the step took (`phases.py`), for its record.
+        self.phases = Phases()
 
     def creator(self) -> AbstractBaseUser:
         """Return the user who started the run: the step's searches read what they may."""

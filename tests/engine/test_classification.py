@@ -113,6 +113,28 @@ def test_it_selects_every_route_in_bypass_mode() -> None:
     assert result.trace == ["bypass: all routes selected (weather, billing, respond)"]
 
 
+def test_a_classification_bypassed_from_outside_selects_only_the_always_active_routes() -> None:
+    def ask(prompt: str) -> str:
+        raise AssertionError("a bypassed classification must not ask")
+
+    result = classify("Will it rain?", [WEATHER, RESPOND, BILLING], ask, skip_model="a test")
+    assert result.selected == ("respond",)
+    assert result.failure is None
+    assert result.trace == [
+        "weather: not selected, classification bypassed (a test)",
+        "respond: always active",
+        "billing: not selected, classification bypassed (a test)",
+    ]
+
+
+def test_the_steps_own_bypass_wins_over_one_from_outside() -> None:
+    def ask(prompt: str) -> str:
+        raise AssertionError("bypass must not ask")
+
+    result = classify("x", [WEATHER, RESPOND], ask, bypass=True, skip_model="a test")
+    assert result.selected == ("weather", "respond")
+
+
 def test_it_reclassifies_with_the_failure_reason_until_an_answer_is_readable() -> None:
     answers = iter(["hmm", "not sure", '{"selected": true, "reason": "invoice"}'])
     prompts: list[str] = []

@@ -46,6 +46,7 @@ class ActorSerializer(StrictText, serializers.ModelSerializer):
             "timeout_s",
             "group",
             "config",
+            "capabilities",
             "price_in_per_million",
             "price_out_per_million",
             "currency",

@@ -508,6 +508,9 @@ CALCULATOR: dict[str, Any] = {
     "name": "demo-calculator",
     "provider": "scripted",
     "model": "demo-calculator",
+    # What its step of calculate-with-tools `requires`; the other demo actors declare none,
+    # so nothing is checked of them.
+    "capabilities": ["tools", "json", {"context": 32768}],
     "config": {
         "rules": [
             # The tool loop sends the tool's result back as a `tool` message: the prompt is the

@@ -20,6 +20,9 @@ from workflows.engine.branch_reader import canonical_branch
 from workflows.engine.budget import Budget, Spend, as_cost, format_cost
 from workflows.engine.budget import check as check_budget
 from workflows.engine.callbacks import CALLBACK_EVENT_TYPES, Callback
+from workflows.engine.capabilities import CAPABILITIES, Capabilities, parse_capabilities
+from workflows.engine.capabilities import missing as missing_capabilities
+from workflows.engine.capability_check import capability_errors
 from workflows.engine.catalog import catalog
 from workflows.engine.classification import (
     Classification,
@@ -104,6 +107,7 @@ from workflows.engine.vocabulary import LEARNED as LEARNED
 
 __all__ = [
     "CALLBACK_EVENT_TYPES",
+    "CAPABILITIES",
     "CONDITION_KEYS",
     "DEFAULT_STEP_KIND",
     "HTTP_SCRIPT_PREFIX",
@@ -114,6 +118,7 @@ __all__ = [
     "BranchSpec",
     "Budget",
     "Callback",
+    "Capabilities",
     "Choice",
     "Citation",
     "Classification",
@@ -156,6 +161,7 @@ __all__ = [
     "attempt_outcome",
     "branch_outcome",
     "canonical_branch",
+    "capability_errors",
     "catalog",
     "check_budget",
     "cited_numbers",
@@ -180,8 +186,10 @@ __all__ = [
     "learns",
     "lint_errors",
     "lint_recipe",
+    "missing_capabilities",
     "next_schedule_times",
     "numbered",
+    "parse_capabilities",
     "parse_classifier_answer",
     "parse_judge_answer",
     "parse_recipe",

@@ -7,17 +7,21 @@ and each suffix a repeat added that led to success. Every step's RETRY_WITH_DIFF
 without `params.alternative_actor` is chosen by the learner too (`retry_choice`), never with
 an actor already tried in the visit.
 
+A candidate that lacks a capability the step `requires` (`capabilities.py`) is skipped before
+the learner chooses, and the choice records it with the reason.
+
 `Learning` is what the runner knows: the step's judged attempts, newest first, the actors
-without capacity now, and the random source for this attempt. Both are read only if a choice
-is made, so a step that never chooses costs nothing.
+without capacity now, what some actors can do, and the random source for this attempt. They
+are read only if a choice is made, so a step that never chooses costs nothing.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
+from workflows.engine.capabilities import Capabilities, lacking_reason, missing
 from workflows.engine.graph import RecipeGraph, StepSpec
 from workflows.engine.learner import (
     Arm,
@@ -33,13 +37,21 @@ def _all_full(actors: Sequence[str]) -> Collection[str]:
     return ()
 
 
+def _none_declared(actors: Sequence[str]) -> Mapping[str, Capabilities | None]:
+    return {}
+
+
 @dataclass
 class Learning:
     """The evidence for a step's choices: its judged attempts (newest first), a function
-    telling which of some actors are full now, and the random source of this attempt."""
+    telling which of some actors are full now, one telling what some actors can do (by
+    alias; None or absent: not declared), and the random source of this attempt."""
 
     observations: Sequence[Observation] = ()
     full: Callable[[Sequence[str]], Collection[str]] = field(default=_all_full)
+    capabilities: Callable[[Sequence[str]], Mapping[str, Capabilities | None]] = field(
+        default=_none_declared
+    )
     rng: random.Random = field(default_factory=lambda: random.Random(0))
 
 
@@ -87,10 +99,22 @@ def arms(graph: RecipeGraph, step: StepSpec, observations: Sequence[Observation]
 def _choose(
     graph: RecipeGraph, step: StepSpec, actors: Sequence[str], learning: Learning
 ) -> Choice | None:
+    skipped: list[tuple[str, str]] = []
+    if step.requires and actors:
+        offered = learning.capabilities(actors)
+        for actor in actors:
+            lacking = missing(step.requires, offered.get(actor))
+            if lacking:
+                skipped.append((actor, lacking_reason(actor, lacking)))
+        left_out = {actor for actor, _ in skipped}
+        actors = [a for a in actors if a not in left_out]
     observations = evidence_of(step, learning.observations)
     arms = _arms(graph, step, actors, observations)
     full = learning.full(actors) if arms else ()
-    return choose(arms, observations, settings=graph.learning, rng=learning.rng, full=full)
+    choice = choose(arms, observations, settings=graph.learning, rng=learning.rng, full=full)
+    if choice is None or not skipped:
+        return choice
+    return replace(choice, skipped=tuple(skipped))
 
 
 def first_choice(graph: RecipeGraph, step: StepSpec, learning: Learning) -> Choice | None:

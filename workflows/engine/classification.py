@@ -1,6 +1,9 @@
 """Classify a text against named routes with few-shot model questions (`classify` steps).
 
 Routes marked `always_active` are selected without asking; `bypass` selects every route.
+A classification bypassed from outside the step (`skip_model`: the deployment's setting or the
+run's option) asks nothing either: it selects the always-active routes only, and its trace
+says why.
 Each other route is one yes/no question. An answer that cannot be read is asked again with
 the reason appended (reclassification), at most `max_reclassify` times. A classification run
 again because a later step failed (an error severity of RECLASSIFICATION) tells the
@@ -161,10 +164,13 @@ def classify(
     bypass: bool = False,
     max_reclassify: int = 2,
     feedback: str | None = None,
+    skip_model: str | None = None,
 ) -> Classification:
     """Select the routes that apply to `text`, asking `ask` one question per route.
 
     `feedback`: why the previous selection failed, told to the classifier in each question.
+    `skip_model`: why the model is not asked at all (None: it is); the always-active routes
+    are then selected, and no other.
 
     Exceptions raised by `ask` (provider errors) propagate: retrying them is the caller's job.
     """
@@ -178,6 +184,9 @@ def classify(
         if route.always_active:
             selected.append(route.name)
             trace.append(f"{route.name}: always active")
+            continue
+        if skip_model is not None:
+            trace.append(f"{route.name}: not selected, classification bypassed ({skip_model})")
             continue
         chosen, line = _ask_route(text, route, ask, max_reclassify, feedback)
         if chosen is None:

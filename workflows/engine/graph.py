@@ -8,6 +8,8 @@ from typing import Any
 
 from workflows.engine.budget import Budget
 from workflows.engine.callbacks import Callback
+from workflows.engine.capabilities import NONE as NO_CAPABILITIES
+from workflows.engine.capabilities import Capabilities
 from workflows.engine.classification import Route
 from workflows.engine.http_request import DEFAULT_METHOD, DEFAULT_RETRIES
 from workflows.engine.intent import DEFAULT_MAX_ATTEMPTS as DEFAULT_INTENT_ATTEMPTS
@@ -115,6 +117,8 @@ class StepSpec:
     retries: int = DEFAULT_RETRIES
     # any kind: the severity of the step's failures (None: CRITICAL; see `severity.py`)
     failure_severity: str | None = None
+    # any kind with a model actor: what the actor must be able to do (`capabilities.py`)
+    requires: Capabilities = NO_CAPABILITIES
     # llm: other prompts the learner may choose, and the actors an `@learned` step (or a
     # retry with another actor) chooses among (empty: every model alias of the recipe)
     variants: tuple[Variant, ...] = ()

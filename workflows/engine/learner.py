@@ -158,17 +158,20 @@ class Choice:
     rule: str
     explored: bool
     evidence: tuple[ArmEvidence, ...] = field(default=())
+    # The actors left out before choosing, each with why (a capability the step requires).
+    skipped: tuple[tuple[str, str], ...] = ()
 
     @property
     def reason(self) -> str:
-        """One line for people: what was picked, and why."""
+        """One line for people: what was picked, and why (and which actors were skipped)."""
         picked = next(e for e in self.evidence if e.arm == self.arm)
         what = label(self.arm)
         record = f"{picked.wins} of {picked.attempts} attempts succeeded"
+        skipped = "".join(f"; skipped {why}" for _, why in self.skipped)
         if self.rule == RULE_EVIDENCE:
-            return f"{what}: {RULE_EVIDENCE}, {record}"
+            return f"{what}: {RULE_EVIDENCE}, {record}{skipped}"
         tail = "explored" if self.explored else "exploited"
-        return f"{what}: {self.rule}, {record}, weighted rate {picked.mean:.2f} ({tail})"
+        return f"{what}: {self.rule}, {record}, weighted rate {picked.mean:.2f} ({tail}){skipped}"
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -178,6 +181,11 @@ class Choice:
             "explored": self.explored,
             "reason": self.reason,
             "evidence": [e.as_json() for e in self.evidence],
+            **(
+                {"skipped": [{"actor": a, "reason": why} for a, why in self.skipped]}
+                if self.skipped
+                else {}
+            ),
         }
 
 

@@ -29,7 +29,7 @@ from workflows.engine.learner import parse_learning
 from workflows.engine.reading import DocumentReader
 from workflows.engine.schedules import parse_schedules
 from workflows.engine.step_kinds.base import StepKind
-from workflows.engine.step_kinds.common import read_failure_severity
+from workflows.engine.step_kinds.common import read_failure_severity, read_requires
 from workflows.engine.step_kinds.llm import read_recipe_validation
 from workflows.engine.step_kinds.registry import DEFAULT_KIND, KIND_NAMES, step_kind
 from workflows.engine.templating import step_number
@@ -252,6 +252,9 @@ class _Parser(DocumentReader):
             timeout = None
         position = self.position(doc.get("position"), f"{path}.position")
         failure_severity = read_failure_severity(doc, path, self)
+        requires = read_requires(doc, path, self)
+        if requires and kind.actor_kind != "model":
+            self.error(f"{path}.requires", f"{kind.article} {kind.name} step has no model actor")
         kind_fields = {**head.fields, **kind.read_body(doc, path, self)}
         if doc.get("sources") not in (None, []) and "sources" not in kind_fields:
             self.error(f"{path}.sources", f"{kind.article} {kind.name} step searches no sources")
@@ -299,6 +302,7 @@ class _Parser(DocumentReader):
             timeout_s=timeout,
             position=position,
             failure_severity=failure_severity,
+            requires=requires,
             branches=tuple(sorted(branches, key=lambda b: b.priority)),
             **kind_fields,
         )

@@ -152,6 +152,8 @@ class Step(_Strict):
     prompt: str = ""
     timeout_s: int | None = Field(None, ge=1, le=MAX_INT)
     failure_severity: Literal[SEVERITIES] | None = None  # type: ignore[valid-type]
+    # names and {"context": N}: checked (with its path) by the engine's parser
+    requires: list[str | dict[str, int]] | None = None
     validation: Validation | None = None
     position: Position | None = None
     branches: list[Branch] = Field(default_factory=list)

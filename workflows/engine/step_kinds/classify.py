@@ -10,7 +10,13 @@ from workflows.engine.classification import Route, RouteExample
 from workflows.engine.field_spec import FieldSpec
 from workflows.engine.reading import DocumentReader
 from workflows.engine.step_kinds.base import StepKind
-from workflows.engine.step_kinds.common import FAILURE_SEVERITY, TIMEOUT, actor, prompt
+from workflows.engine.step_kinds.common import (
+    FAILURE_SEVERITY,
+    REQUIRES,
+    TIMEOUT,
+    actor,
+    prompt,
+)
 from workflows.engine.vocabulary import DEFAULT_MAX_RECLASSIFY
 
 MAX_RECLASSIFY_LIMIT = 10
@@ -103,6 +109,7 @@ STEP_KIND = StepKind(
         actor("The model alias that classifies."),
         prompt("Input to classify"),
         TIMEOUT,
+        REQUIRES,
         FAILURE_SEVERITY,
         FieldSpec(
             "routes",

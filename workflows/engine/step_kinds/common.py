@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from workflows.engine.capabilities import CAPABILITIES, CONTEXT, Capabilities, parse_capabilities
 from workflows.engine.field_spec import FieldSpec
 from workflows.engine.reading import DocumentReader
 from workflows.engine.severity import CRITICAL, SEVERITIES, severity_problem
@@ -59,6 +60,26 @@ def actor(help_text: str) -> FieldSpec:
 def prompt(label: str, help_text: str = "") -> FieldSpec:
     """Return the spec of a kind's `prompt` template."""
     return FieldSpec("prompt", label, "template", help=help_text)
+
+
+REQUIRES = FieldSpec(
+    "requires",
+    "Requires",
+    "list",
+    help=(
+        f"What the actor must be able to do: any of {', '.join(CAPABILITIES)}, and "
+        f'{{"{CONTEXT}": TOKENS}} for the least context window. Checked at publish, and a '
+        "retry or the learner skips an actor that lacks one."
+    ),
+)
+
+
+def read_requires(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> Capabilities:
+    """Read a step's `requires` (empty: it needs nothing of its actor)."""
+    requires, problems = parse_capabilities(doc.get("requires"))
+    for where, message in problems:
+        reader.error(f"{path}.requires{where}", message)
+    return requires
 
 
 def read_failure_severity(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> str | None:

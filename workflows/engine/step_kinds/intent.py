@@ -15,7 +15,7 @@ from workflows.engine.field_spec import FieldSpec
 from workflows.engine.intent import DEFAULT_MAX_ATTEMPTS, MAX_ATTEMPTS_LIMIT, MAX_CRITERIA
 from workflows.engine.reading import DocumentReader
 from workflows.engine.step_kinds.base import StepKind
-from workflows.engine.step_kinds.common import TIMEOUT, actor, prompt
+from workflows.engine.step_kinds.common import REQUIRES, TIMEOUT, actor, prompt
 
 
 def read_body(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> dict[str, Any]:
@@ -45,6 +45,7 @@ STEP_KIND = StepKind(
         actor("The model alias that analyses the request."),
         prompt("Request", 'The request to analyse, e.g. "{request}".'),
         TIMEOUT,
+        REQUIRES,
         FieldSpec(
             "max_attempts",
             "Attempts",

@@ -27,6 +27,7 @@ from workflows.engine.step_kinds.common import (
     FAILURE_SEVERITY,
     MAX_TOOL_CALLS,
     MAX_TOOL_SECONDS,
+    REQUIRES,
     TIMEOUT,
     TOOLS,
     actor,
@@ -199,6 +200,7 @@ STEP_KIND = StepKind(
         actor("The model alias that answers, or @learned: the learner chooses it."),
         prompt("Prompt"),
         TIMEOUT,
+        REQUIRES,
         FAILURE_SEVERITY,
         sources(
             "Searched before the call; the prompt shows the hits where it names {sources}, "
