@@ -18,7 +18,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
+from runner import judge_thresholds
 from workflows.adapters import document_from_recipe
+from workflows.engine.thresholds import MIN_RUNS, is_judge_condition
 from workflows.models import Recipe
 from workflows.selectors import recipe_get
 from workflows.services import RecipeConflict
@@ -259,6 +261,7 @@ def branch_panel(request: HttpRequest, slug: str) -> HttpResponse:
         request,
         f"{PANELS}#branch-panel",
         {
+            **_judge_advice(request, recipe, document, step_index, branches[branch_index], panel),
             "recipe": recipe,
             "panel": panel,
             "form": panel.form,
@@ -270,6 +273,26 @@ def branch_panel(request: HttpRequest, slug: str) -> HttpResponse:
             "result": result,
         },
     )
+
+
+def _judge_advice(
+    request: HttpRequest,
+    recipe: Recipe,
+    document: dict[str, Any],
+    step_index: int,
+    branch: dict[str, Any],
+    panel: BranchPanel,
+) -> dict[str, Any]:
+    """Return what the runs suggest for a judge branch's threshold, and the field it fills."""
+    if not is_judge_condition(branch.get("when")):
+        return {}
+    step = str(document["steps"][step_index].get("key", ""))
+    form = panel.condition.form
+    return {
+        "judge_advice": judge_thresholds.advice_for(request.user, recipe, step, branch),
+        "judge_min_runs": MIN_RUNS,
+        "judge_field": form["value"].html_name if "value" in form.fields else "",
+    }
 
 
 @login_required

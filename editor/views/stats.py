@@ -19,8 +19,10 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from runner import stats, step_works
+from runner import judge_thresholds, stats, step_works
 from runner.status import Outcome
+from workflows.adapters import document_from_recipe
+from workflows.engine.thresholds import MIN_RUNS
 from workflows.models import Actor
 from workflows.selectors import actors_list, recipe_get
 
@@ -65,7 +67,15 @@ def recipe_stats(request: HttpRequest, slug: str) -> HttpResponse:
     scope = stats.recipe_scope(user=request.user, recipe=recipe)
     # Each LLM step has a "what works" page: its actors and prompt variants compared.
     works_steps = step_works.llm_steps(step_works.recipe_graph(recipe))
-    context = {"recipe": recipe, "works_steps": works_steps}
+    context = {
+        "recipe": recipe,
+        "works_steps": works_steps,
+        # What each judge branch's runs suggest for its threshold, in the draft as it stands.
+        "judge_advice": judge_thresholds.branch_advice(
+            user=request.user, recipe=recipe, document=document_from_recipe(recipe)
+        ),
+        "judge_min_runs": MIN_RUNS,
+    }
     return _stats_page(request, RECIPE_TEMPLATE, context, scope, _recipe_charts)
 
 

@@ -228,6 +228,17 @@ export function initPanels(config) {
       else refreshBranchForm(opButton.closest("form"), opButton.getAttribute("data-op"));
       return;
     }
+    const fill = evt.target.closest("[data-fill-field]");
+    if (fill) {
+      // A suggested value: fills the field only; the author applies it to the draft.
+      const input = fill.form?.elements.namedItem(fill.getAttribute("data-fill-field"));
+      if (input) {
+        input.value = fill.getAttribute("data-fill-value");
+        input.dispatchEvent(new Event("input", { bubbles: true }));
+        input.focus();
+      }
+      return;
+    }
     const chip = evt.target.closest("[data-insert]");
     if (chip) insertName(chip);
   });

@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 RECIPES_DIR = Path(__file__).resolve().parent / "recipes"
+# One file per demo recipe, named for its slug: its recipe tests (editor's `seed_demo_tests`).
+RECIPE_TESTS_DIR = Path(__file__).resolve().parent / "recipe_tests"
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 # The reviewer group the demo recipes' human steps ask, and the users seeded into it.
@@ -21,6 +23,11 @@ REVIEWER_USERNAME = "reviewer"
 def recipe_files() -> list[Path]:
     """Return the demo recipe files, sorted by name."""
     return sorted(RECIPES_DIR.glob("*.json"))
+
+
+def recipe_test_files() -> list[Path]:
+    """Return the demo recipes' test files, sorted by name."""
+    return sorted(RECIPE_TESTS_DIR.glob("*.json"))
 
 
 # The knowledge base `answer-with-citations` searches: the project's docs, embedded by a

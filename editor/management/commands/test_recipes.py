@@ -1,9 +1,10 @@
-"""`manage.py test_recipes [SLUG…] [--junit-xml FILE]`: run recipe tests in CI.
+"""`manage.py test_recipes [SLUG…] [--junit-xml FILE] [--min-coverage PCT]`: recipe tests in CI.
 
 Every test of the recipes named (or of every recipe that has tests) runs as a dry run here,
 one after the other, with no worker and no model: an alias its script leaves out fails its
 calls instead of calling the model. One line per test, a summary per recipe with its branch
-coverage, and exit status 1 when any test fails or cannot run. The JUnit XML report (a
+coverage, and exit status 1 when any test fails or cannot run, or (with `--min-coverage`) a
+recipe's tests take fewer of its branches than that share. The JUnit XML report (a
 testsuite per recipe, a testcase per test) is written whatever the result.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import re
 import time
 import xml.etree.ElementTree as ET
+from argparse import ArgumentTypeError
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,6 +93,13 @@ class Command(BaseCommand):
             default=RUN_HERE_TIMEOUT_S,
             help=f"seconds one test may run (default {RUN_HERE_TIMEOUT_S:g})",
         )
+        parser.add_argument(
+            "--min-coverage",
+            type=_percent,
+            default=None,
+            metavar="PCT",
+            help="exit 1 when a recipe's tests take less than PCT %% of its branches",
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
         self.verbosity = int(opts["verbosity"])
@@ -116,10 +125,19 @@ class Command(BaseCommand):
         if not suites:
             self.stdout.write(self.style.WARNING("No recipe has tests: nothing to run."))
             return
+        minimum = opts["min_coverage"]
+        short = [] if minimum is None else [s for s in suites if not _covers(s, minimum)]
         if not_passed:
             self.stdout.write(self.style.ERROR(summary))
             raise CommandError(
                 f"{len(not_passed)} of {len(cases)} recipe tests did not pass", returncode=1
+            )
+        if short:
+            self.stdout.write(self.style.ERROR(summary))
+            raise CommandError(
+                f"branch coverage under {minimum:g}%: "
+                + ", ".join(f"{s.slug} ({_fraction(s)})" for s in short),
+                returncode=1,
             )
         self.stdout.write(self.style.SUCCESS(summary))
 
@@ -182,6 +200,31 @@ class Command(BaseCommand):
         if self.verbosity >= 2:
             for row in coverage.untaken:
                 self.stdout.write(f"    not taken: {row.step} → {row.branch} ({row.summary})")
+
+
+def _percent(text: str) -> float:
+    """Read `--min-coverage`: a number from 0 to 100."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ArgumentTypeError(f"'{text}' is not a number") from None
+    if not 0 <= value <= 100:
+        raise ArgumentTypeError("must be from 0 to 100")
+    return value
+
+
+def _covers(suite: Suite, minimum: float) -> bool:
+    """Whether the suite's tests took at least `minimum` % of its branches (exactly: 199 of
+    200 is not 100 %). A recipe without branches has nothing to take."""
+    coverage = suite.coverage
+    if coverage is None:
+        return False
+    return coverage.total == 0 or 100 * coverage.covered >= minimum * coverage.total
+
+
+def _fraction(suite: Suite) -> str:
+    coverage = suite.coverage
+    return f"{coverage.covered}/{coverage.total}" if coverage else "not run"
 
 
 def _recipes(slugs: list[str]) -> list[tuple[str, Recipe | None]]:

@@ -1,7 +1,7 @@
-"""Load the demo: scripted actors, the `editors` reviewer group, two users, the demo recipes, a
-knowledge base of the project's documentation and the demo MCP tool server. With `--model-url`
-the writer, the judge and the classifier are answered by a real model instead (`make run
-MODEL=local` starts one on loopback).
+"""Load the demo: scripted actors, the `editors` reviewer group, two users, the demo recipes and
+their tests (through the editor's `seed_demo_tests`), a knowledge base of the project's
+documentation and the demo MCP tool server. With `--model-url` the writer, the judge and the
+classifier are answered by a real model instead (`make run MODEL=local` starts one on loopback).
 
 Safe to run on every start: actors are updated in place, existing users keep their password
 (unless `--reset-password`), a recipe is re-imported and re-published only when its file
@@ -136,6 +136,8 @@ class Command(BaseCommand):
         if model_url:
             names = ", ".join(REAL_MODEL_MAX_TOKENS)
             self.stdout.write(f"Answered by {model_name} at {redact_url(model_url)}: {names}")
+        # The demo recipes' tests belong to the editor app, which this one may not import.
+        call_command("seed_demo_tests", reset=reset_recipes, stdout=self.stdout, stderr=self.stderr)
         # After the commit: discovery starts the server, which takes a moment. A failure is
         # a warning: the rest of the demo works without tools.
         try:
