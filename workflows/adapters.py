@@ -40,6 +40,7 @@ STEP_CONFIG_FIELDS = (
     "body",
     "secret_env",
     "retries",
+    "detect",
 )
 
 
