@@ -3,7 +3,8 @@
 The PII and keyword detectors are the engine's (pure); the safety detector asks the step's
 `detect.safety.judge` of each page whether it is unsafe, through the session like any other
 judge (the call holds no database connection). An unreadable answer, or a failed call, fails
-the detector: its fact is left out, with the reason, and the tree takes its fallback.
+the detector: its fact is left out, with the reason, and the tree takes its fallback. A call
+the run's budget refuses fails the step instead, as it fails any other.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from workflows.engine.detectors import (
 from workflows.engine.step_kinds.decision_tree import walk
 
 from ..claims import StepOutcome
-from ..model_calls import Purpose
+from ..model_calls import BudgetExceeded, Purpose
 from ..providers import ProviderError
 from ..status import StepStatus
 from .session import Session
@@ -38,7 +39,11 @@ def execute(session: Session) -> StepOutcome:
     facts = claim.state.facts
     detected: dict[str, Any] | None = None
     if step.detect is not None:
-        detected = _detect(session, step.detect)
+        try:
+            detected = _detect(session, step.detect)
+        except BudgetExceeded as exc:
+            # Not the judge's failure: the run may not spend more (a budget branch reads it).
+            return StepOutcome(status=StepStatus.FAILED, error=str(exc))
         facts = merge_detected(facts, detected)
     result = walk(step, facts)
     details: dict[str, Any] = {"trace": list(result.trace)}
@@ -78,6 +83,8 @@ def _unsafe_pages(session: Session, judge: str, pages: list[str]) -> tuple[list[
             continue  # nothing to judge: an empty page is safe
         try:
             answer = session.ask(judge, safety_prompt(page), purpose=Purpose.JUDGE).text
+        except BudgetExceeded:
+            raise
         except ProviderError as exc:
             return [], f"the safety judge '{judge}' failed on page {number}: {exc}"
         verdict = read_safety_answer(answer)

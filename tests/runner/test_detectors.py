@@ -145,3 +145,13 @@ def test_keywords_are_found_in_the_text_a_template_names(owner: Any) -> None:
 
     detected = steps(run)["route"].details["detected"]
     assert detected["keywords"] == [{"word": "Confidential", "page": 1, "count": 2}]
+
+
+def test_a_judge_whose_call_fails_fails_the_detector_too(owner: Any) -> None:
+    run = run_of(owner, "A quiet text.", verdict="@error: moderation is down")
+
+    route = steps(run)["route"]
+    assert route.response == "needs_review"
+    failure = route.details["detected"]["detect_failures"]["unsafe_pages"]
+    assert failure.startswith("the safety judge 'moderator' failed on page 1: ")
+    assert "moderation is down" in failure
