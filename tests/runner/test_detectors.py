@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 
-from runner import services
+from runner import reruns, services
 from runner.models import ModelCall, Run
 from runner.status import RunStatus
 from tests.engine.test_decision_tree import REFERENCE_TREE
 from tests.factories import ActorFactory
 from tests.runner.recipes import DEFAULT, branch, drive, publish_document, steps
+from workflows.models import RecipeVersion
 
 pytestmark = pytest.mark.django_db
 
@@ -155,3 +156,39 @@ def test_a_judge_whose_call_fails_fails_the_detector_too(owner: Any) -> None:
     failure = route.details["detected"]["detect_failures"]["unsafe_pages"]
     assert failure.startswith("the safety judge 'moderator' failed on page 1: ")
     assert "moderation is down" in failure
+
+
+def test_a_published_tree_that_no_longer_loads_takes_its_fallback(owner: Any) -> None:
+    ActorFactory(name="det-writer", config={"replies": ["A quiet text.", "Done."]})
+    ActorFactory(name="det-moderator", config={"replies": ["SAFE"]})
+    recipe = publish_document(owner, recipe_document({"pii": {}}))
+    # A version published when the engine read its tree otherwise: stored as it was.
+    version = recipe.versions.get(number=1)
+    version.document["steps"][1]["tree"]["tree"]["if_false"]["type"] = "nod"
+    RecipeVersion.objects.filter(pk=version.pk).update(document=version.document)
+
+    run = drive(services.run_start(user=owner, recipe=recipe, inputs={}))
+
+    assert run.status == RunStatus.ENDED
+    route = steps(run)["route"]
+    assert route.response == "needs_review"
+    (evaluation,) = route.evaluations.all()
+    assert evaluation.reason.startswith(
+        "the tree did not load (steps[1].tree.tree.if_false.type: unknown node type 'nod'"
+    )
+
+
+def test_a_fork_after_the_tree_keeps_the_facts_its_detectors_found(owner: Any) -> None:
+    run = run_of(owner, "Applicant SSN 123-45-6789.")
+    judged = ModelCall.objects.filter(run=run).count()
+
+    fork = reruns.run_fork(user=owner, run=run, at_seq=3)
+
+    # The state the fork starts from holds the facts the parent's detectors found.
+    assert fork.state["facts"]["pii"] == [{"type": "ssn", "page": 1, "value": "…6789"}]
+    fork = drive(fork)
+    assert fork.status == RunStatus.SUCCEEDED
+    assert list(steps(fork)) == ["draft", "route", "pii_review"]
+    # The judge is not asked again: the fork's replay reads what the parent found.
+    assert not ModelCall.objects.filter(run=fork, actor_alias="moderator").exists()
+    assert ModelCall.objects.filter(run=run).count() == judged
