@@ -35,7 +35,7 @@ from .models import ModelCall, Run, RunEvent, StepRun
 from .selectors import run_steps
 from .services import check_script
 from .status import RunStatus, StepStatus
-from .steps import TRANSIENT, classify, given, sources, tool_calls
+from .steps import TRANSIENT, classify, decision_tree, given, sources, tool_calls
 from .versions import version_graph
 
 RESUMABLE = frozenset({RunStatus.FAILED, RunStatus.CANCELLED})
@@ -299,6 +299,8 @@ def _recorded(step: StepRun) -> RecordedStep:
         transient=bool(step.details.get(TRANSIENT)),
         classification_failure=step.details.get(classify.FAILURE) or None,
         http_status=(step.details.get("http") or {}).get("status"),
+        # The facts a decision tree's detectors found (a judge is not asked again).
+        facts=step.details.get(decision_tree.DETECTED) if step.kind == decision_tree.KIND else None,
     )
     taken = next((e.branch for e in step.evaluations.all() if e.taken), None)
     return RecordedStep(result, taken=taken, actor=step.actor_alias or None)

@@ -41,6 +41,7 @@ STEP_CONFIG_FIELDS = (
     "body",
     "secret_env",
     "retries",
+    "detect",
 )
 
 

@@ -19,7 +19,13 @@ from typing import Any
 
 from workflows.engine.conditions.logical import LOGICAL_TYPES, SEVERAL_OPERANDS, logical_kind
 from workflows.engine.conditions.numeric import NUMERIC_OPERATOR_NAMES
-from workflows.engine.decision_tree import LIST_FIELDS, PLAIN_TYPES, tree_root, validate_tree
+from workflows.engine.decision_tree import (
+    LIST_FIELDS,
+    PLAIN_TYPES,
+    fallback_of,
+    tree_root,
+    validate_tree,
+)
 from workflows.engine.vocabulary import COMPLETE, END
 from workflows.validators import whole_number
 
@@ -316,6 +322,10 @@ def read_tree(data: Any, base_tree: Any, base_targets: Any) -> tuple[Any, dict[s
     old = list(base_targets) if isinstance(base_targets, Mapping) else []
     targets = {leaf: chosen[leaf] for leaf in old if leaf in chosen}
     targets.update({leaf: t for leaf, t in chosen.items() if leaf not in targets})
+    # The tree's fallback is no leaf of the builder's: its target stays as it was.
+    fallback = fallback_of(tree)
+    if fallback is not None and fallback not in targets and fallback in old:
+        targets[fallback] = base_targets[fallback]  # type: ignore[index]
     return tree, targets
 
 

@@ -41,6 +41,7 @@ KIND_FIELDS = (
     "output_schema_attempts",
     "set",
     "requires",
+    "detect",
 )
 # The tools fields: written from the Tools sections (editor/forms/tools.py) for the kinds that
 # hold them, kept as they were when a post has no such section.
@@ -106,6 +107,8 @@ class StepForm(forms.Form):
     )
     # A transform step's `set`: fact name -> JMESPath expression.
     set = PrettyJSONField(required=False, widget=forms.Textarea(attrs={"rows": 6}))
+    # A decision tree's detectors: {"pii": {...}, "keywords": {...}, "safety": {...}}.
+    detect = PrettyJSONField(required=False, widget=forms.Textarea(attrs={"rows": 5}))
     # An intent step's `max_attempts`; `max_attempts` above is the validation loop's.
     intent_max_attempts = forms.IntegerField(
         min_value=1, max_value=MAX_INTENT_ATTEMPTS, required=False, label="Attempts"
@@ -131,6 +134,7 @@ class StepForm(forms.Form):
         "output_schema_attempts": "output_schema_attempts",
         "set": "set",
         "requires": "requires",
+        "detect": "detect",
     }
     VALIDATION_PATHS = {
         "threshold": "threshold",
@@ -241,6 +245,7 @@ class StepForm(forms.Form):
             "output_schema_attempts": step.get("output_schema_attempts"),
             "set": step.get("set"),
             "requires": step.get("requires"),
+            "detect": step.get("detect"),
         }
 
     def clean_key(self) -> str:
@@ -346,7 +351,7 @@ class StepForm(forms.Form):
                 target = self.VALIDATION_PATHS.get(parts[1])
             else:
                 target = self.FIELD_PATHS.get(head)
-            nested = ("tree", "routes", "leaf_targets", "set", "output_schema")
+            nested = ("tree", "routes", "leaf_targets", "set", "output_schema", "detect")
             detail = ".".join(parts[1:]) if head in nested else ""
             self.add_error(target, f"{detail}: {message}" if detail else message)
         if not self.errors:

@@ -131,6 +131,9 @@ def execute(claim: Claim) -> tuple[StepOutcome, engine.Decision | None]:
         if step.output_schema is not None
         else None,
         http_status=http.http_status(outcome) if step.kind == http.KIND else None,
+        facts=outcome.details.get(decision_tree.DETECTED)
+        if step.kind == decision_tree.KIND
+        else None,
     )
     decision = engine.decide(
         claim.graph,

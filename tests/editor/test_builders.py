@@ -259,6 +259,24 @@ class TestDecisionTreeBuilder:
         }
         assert targets == {"b": "@end"}
 
+    def test_the_trees_fallback_and_its_target_are_kept(self) -> None:
+        data = {
+            "dt-t-kind": "node",
+            "dt-t-prev": "node",
+            "dt-t.c-type": "check_safety",
+            "dt-t.c-prev": "check_safety",
+            "dt-t.y-kind": "leaf",
+            "dt-t.y-leaf": "a",
+            "dt-t.n-kind": "leaf",
+            "dt-t.n-leaf": "b",
+        }
+        base = {"version": "1.0", "fallback": "review", "tree": {"type": "leaf", "prompt": "a"}}
+
+        tree, targets = read_tree(data, base, {"review": "@end"})
+
+        assert tree["fallback"] == "review" and tree["tree"]["type"] == "node"
+        assert targets == {"review": "@end"}
+
     def test_an_invalid_tree_opens_in_the_json_view(self, demos: None, web: Client) -> None:
         recipe = Recipe.objects.get(slug="regulatory-decision-tree")
         doc = document_from_recipe(recipe)

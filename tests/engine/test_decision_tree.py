@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 
 from workflows.engine import EngineError, evaluate_tree, validate_tree
+from workflows.engine.decision_tree import priority_problems
 
 # The example tree of the reference notes on configurable decision trees, verbatim.
 REFERENCE_TREE: dict[str, Any] = {
@@ -289,3 +291,92 @@ def test_it_checks_a_tree_whose_subtrees_are_shared_in_bounded_time() -> None:
 def test_it_refuses_to_walk_an_invalid_tree() -> None:
     with pytest.raises(EngineError, match=r"tree\.tree: is required"):
         evaluate_tree({"version": "1.0"}, {})
+
+
+# -- the fallback leaf ---------------------------------------------------------------------
+
+WITH_FALLBACK: dict[str, Any] = {**REFERENCE_TREE, "fallback": "needs_review"}
+
+
+@pytest.mark.parametrize(
+    ("facts", "why"),
+    [
+        ({}, "node 1: unsafe_pages missing -> fallback"),
+        (
+            {"unsafe_pages": "many"},
+            "node 1: unsafe_pages is not a list or a count: 'many' -> fallback",
+        ),
+        ({"unsafe_pages": []}, "node 2: pii missing -> fallback"),
+        (
+            {"pii": [], "detect_failures": {"unsafe_pages": "the judge gave no verdict"}},
+            "node 1: unsafe_pages not detected: the judge gave no verdict -> fallback",
+        ),
+        ({"unsafe_pages": [], "pii": []}, "node 3: field image_count missing -> fallback"),
+        ({"unsafe_pages": [], "pii": [], "image_count": 2}, "node 3: keywords missing -> fallback"),
+    ],
+)
+def test_a_tree_takes_its_fallback_when_a_fact_is_missing_and_says_why(
+    facts: dict[str, Any], why: str
+) -> None:
+    outcome = evaluate_tree(WITH_FALLBACK, facts)
+
+    assert outcome.leaf == "needs_review" and outcome.fell_back
+    assert outcome.trace[-2] == why
+    assert outcome.trace[-1] == "leaf needs_review"
+
+
+def test_a_tree_with_a_fallback_walks_as_before_when_every_fact_is_there() -> None:
+    facts = {"unsafe_pages": [], "pii": [], "image_count": 1, "keywords": [{"word": "x"}]}
+
+    outcome = evaluate_tree(WITH_FALLBACK, facts)
+
+    assert outcome.leaf == "image_focused" and not outcome.fell_back
+
+
+def test_without_a_fallback_a_missing_fact_is_false_as_before() -> None:
+    outcome = evaluate_tree(REFERENCE_TREE, {})
+
+    assert outcome.leaf == "base_classification"
+    assert outcome.trace[0] == "node 1: unsafe_pages missing -> if_false"
+
+
+def test_it_refuses_a_fallback_that_is_not_a_leaf_name() -> None:
+    assert validate_tree({**REFERENCE_TREE, "fallback": 3}, "steps[0].tree") == [
+        "steps[0].tree.fallback: must be a leaf name (a non-empty string)"
+    ]
+
+
+def test_it_reads_the_keyword_detectors_findings() -> None:
+    full_width = "\uff33\uff25\uff23\uff32\uff25\uff34"  # SECRET in full-width letters
+    condition = {"type": "check_keywords", "keywords": [full_width]}
+    tree = {
+        "type": "node",
+        "condition": condition,
+        "if_true": {"type": "leaf", "prompt": "yes"},
+        "if_false": {"type": "leaf", "prompt": "no"},
+    }
+    found = [{"word": "Secret", "page": 1, "count": 2}, {"word": "secret", "page": 2, "count": 1}]
+
+    outcome = evaluate_tree(tree, {"keywords": found})
+
+    assert outcome.leaf == "yes" and outcome.trace[0] == "node: keywords Secret, secret -> if_true"
+
+
+# -- priorities ----------------------------------------------------------------------------
+
+
+def test_it_accepts_priorities_that_follow_the_order_the_tree_is_evaluated_in() -> None:
+    assert priority_problems(REFERENCE_TREE, "tree") == []
+
+
+def test_it_refuses_a_priority_that_says_a_node_comes_before_its_parent() -> None:
+    tree = copy.deepcopy(REFERENCE_TREE)
+    tree["tree"]["if_false"]["priority"] = 1  # the root's is 1 too
+    tree["tree"]["if_false"]["if_false"]["priority"] = 0
+
+    assert priority_problems(tree, "steps[0].tree") == [
+        "steps[0].tree.tree.if_false.priority: 1 is evaluated after priority 1 above it: "
+        "a node is evaluated after its parents, so its priority must be greater",
+        "steps[0].tree.tree.if_false.if_false.priority: 0 is evaluated after priority 1 above "
+        "it: a node is evaluated after its parents, so its priority must be greater",
+    ]

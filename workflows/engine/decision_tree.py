@@ -7,10 +7,17 @@ A tree is `{"version", "tree": NODE}` or a bare NODE. A node is
 - `check_safety` / `has_unsafe_pages`: `unsafe_pages`, a list of pages or a count;
 - `check_pii` / `has_high_risk_pii`: `pii`, a list of type names or of objects with `type`,
   filtered by the condition's `pii_types` (any type when absent) and `exclude_types`;
-- `check_keywords` / `has_keywords`: `keywords`, a list (or a count); with the condition's
-  `keywords`, only those count;
+- `check_keywords` / `has_keywords`: `keywords`, a list of words or of objects with `word`
+  (what the keyword detector gives), or a count; with the condition's `keywords`, only those
+  count;
 - `check_count`: the numeric fact named by `field` (a dotted path; a list counts its items);
 - `and` / `or` / `not` over `conditions`, as a type or as the operator of any other type.
+
+`fallback` (beside `tree`, or on a bare root node) names the leaf taken when a fact a
+condition reads is missing or unreadable, or its detector failed (`detect_failures`, see
+`detectors.py`): without it such a condition is false, as before. A node's `priority` is a
+label: a node is evaluated after the nodes above it whatever its number, so a priority that
+says otherwise (not above every ancestor's) is refused (`priority_problems`).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from typing import Any
 from workflows.engine.conditions.logical import combine, logical_kind, operands_problem
 from workflows.engine.conditions.numeric import NUMERIC_OPERATOR_NAMES, compare_numbers
 from workflows.engine.conditions.values import as_number, field_path, format_number, lookup
+from workflows.engine.detectors import FAILURES, fold
 from workflows.engine.errors import EngineError
 
 TREE_CONDITIONS: dict[str, str] = {
@@ -46,6 +54,24 @@ class TreeOutcome:
 
     leaf: str
     trace: list[str] = field(default_factory=list)
+    # The leaf is the tree's fallback: a fact was missing, or the tree did not load.
+    fell_back: bool = False
+
+
+class FactMissing(Exception):
+    """A condition's fact is missing or unreadable: with a fallback, the tree takes it."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def fallback_of(tree: object) -> str | None:
+    """Return the tree's fallback leaf, if it names one (a non-empty string)."""
+    if not isinstance(tree, Mapping):
+        return None
+    value = tree.get("fallback")
+    return value if isinstance(value, str) and value else None
 
 
 def tree_root(tree: Mapping[str, Any]) -> tuple[object, str]:
@@ -63,12 +89,41 @@ def validate_tree(tree: object, path: str) -> list[str]:
     if root is None:
         return [f"{path}.tree: is required"]
     checker = _TreeChecker()
+    fallback = tree.get("fallback")
+    if fallback is not None and (not isinstance(fallback, str) or not fallback):
+        checker.errors.append(f"{path}.fallback: must be a leaf name (a non-empty string)")
     checker.node(root, f"{path}{suffix}", 0)
     return checker.errors
 
 
+def priority_problems(tree: Mapping[str, Any], path: str) -> list[str]:
+    """Return a valid tree's node priorities that contradict the order it is evaluated in.
+
+    A node is evaluated after every node above it (its condition's answer chose it), so
+    each priority must be greater than its ancestors'; siblings are alternatives, never
+    both evaluated, and may share one.
+    """
+    problems: list[str] = []
+    root, suffix = tree_root(tree)
+    stack: list[tuple[object, str, int | None]] = [(root, f"{path}{suffix}", None)]
+    while stack:
+        node, at, above = stack.pop()
+        if not isinstance(node, Mapping) or node.get("type") != "node":
+            continue
+        priority = node.get("priority")
+        if isinstance(priority, int) and above is not None and priority <= above:
+            problems.append(
+                f"{at}.priority: {priority} is evaluated after priority {above} above it: "
+                "a node is evaluated after its parents, so its priority must be greater"
+            )
+        mark = priority if isinstance(priority, int) else above
+        stack += [(node.get(k), f"{at}.{k}", mark) for k in ("if_false", "if_true")]
+    return problems
+
+
 def leaves(tree: Mapping[str, Any]) -> list[str]:
-    """Return the names of every leaf of a valid tree, in depth-first order."""
+    """Return the names of every leaf of a valid tree, in depth-first order, then its
+    fallback's (a leaf it may reach too)."""
     names: list[str] = []
     stack = [tree_root(tree)[0]]
     while stack:
@@ -79,7 +134,8 @@ def leaves(tree: Mapping[str, Any]) -> list[str]:
             names.append(node["prompt"])
         else:
             stack += [node.get("if_false"), node.get("if_true")]
-    return names
+    fallback = fallback_of(tree)
+    return names if fallback is None else [*names, fallback]
 
 
 class _TreeChecker:
@@ -195,42 +251,73 @@ class _TreeChecker:
 def evaluate_tree(tree: Mapping[str, Any], facts: Mapping[str, object]) -> TreeOutcome:
     """Walk `tree` over `facts` to a leaf; return the leaf and the trace of each decision.
 
-    Raise EngineError if the tree is not valid (see `validate_tree`).
+    A condition whose fact is missing, unreadable or not detected takes the tree's
+    fallback leaf when it has one, and is false otherwise. Raise EngineError if the tree is
+    not valid (see `validate_tree`).
     """
     problems = validate_tree(tree, "tree")
     if problems:
         raise EngineError("; ".join(problems))
+    fallback = fallback_of(tree)
     node: Mapping[str, Any] = tree_root(tree)[0]  # type: ignore[assignment]
     trace: list[str] = []
+    given = _Given(facts, strict=fallback is not None)
     while node["type"] == "node":
-        holds, reason = _evaluate(node["condition"], facts)
         label = f"node {node['priority']}" if "priority" in node else "node"
+        try:
+            holds, reason = _evaluate(node["condition"], given)
+        except FactMissing as missing:
+            trace += [f"{label}: {missing.reason} -> fallback", f"leaf {fallback}"]
+            return TreeOutcome(leaf=str(fallback), trace=trace, fell_back=True)
         trace.append(f"{label}: {reason} -> {'if_true' if holds else 'if_false'}")
         node = node["if_true" if holds else "if_false"]
     trace.append(f"leaf {node['prompt']}")
     return TreeOutcome(leaf=node["prompt"], trace=trace)
 
 
-def _evaluate(condition: Mapping[str, Any], facts: Mapping[str, object]) -> tuple[bool, str]:
+@dataclass(frozen=True, slots=True)
+class _Given:
+    """The facts a tree reads; `strict`: a missing fact raises FactMissing (a fallback)."""
+
+    facts: Mapping[str, object]
+    strict: bool
+
+
+def _evaluate(condition: Mapping[str, Any], given: _Given) -> tuple[bool, str]:
     kind = condition["type"]
     logical = logical_kind(kind, condition.get("operator"), PLAIN_TYPES)
     if logical is not None:
-        return combine(logical, condition["conditions"], _evaluate, facts)
-    if kind == "check_safety":
-        return _has_unsafe_pages(facts)
-    if kind == "check_pii":
-        return _has_high_risk_pii(condition, facts)
-    if kind == "check_keywords":
-        return _has_keywords(condition, facts)
-    return _check_count(condition, facts)
+        return combine(logical, condition["conditions"], _evaluate, given)
+    facts = given.facts
+    try:
+        if kind == "check_safety":
+            return _has_unsafe_pages(facts)
+        if kind == "check_pii":
+            return _has_high_risk_pii(condition, facts)
+        if kind == "check_keywords":
+            return _has_keywords(condition, facts)
+        return _check_count(condition, facts)
+    except FactMissing as missing:
+        if given.strict:
+            raise
+        return False, missing.reason
+
+
+def _missing(facts: Mapping[str, object], name: str, label: str = "") -> FactMissing:
+    """Say why the fact `name` is not in the facts: its detector failed, or none gave it."""
+    failures = facts.get(FAILURES)
+    label = label or name
+    if isinstance(failures, Mapping) and failures.get(name):
+        return FactMissing(f"{label} not detected: {failures[name]}")
+    return FactMissing(f"{label} missing")
 
 
 def _has_unsafe_pages(facts: Mapping[str, object]) -> tuple[bool, str]:
     if "unsafe_pages" not in facts:
-        return False, "unsafe_pages missing"
+        raise _missing(facts, "unsafe_pages")
     count = as_number(facts["unsafe_pages"])
     if count is None:
-        return False, f"unsafe_pages is not a list or a count: {facts['unsafe_pages']!r}"
+        raise FactMissing(f"unsafe_pages is not a list or a count: {facts['unsafe_pages']!r}")
     return count > 0, f"{format_number(count)} unsafe pages"
 
 
@@ -246,8 +333,10 @@ def _has_high_risk_pii(
     condition: Mapping[str, Any], facts: Mapping[str, object]
 ) -> tuple[bool, str]:
     found = facts.get("pii")
+    if found is None:
+        raise _missing(facts, "pii")
     if not isinstance(found, list):
-        return False, "pii missing" if found is None else "pii is not a list"
+        raise FactMissing("pii is not a list")
     wanted = {t.upper() for t in condition.get("pii_types") or []}
     excluded = {t.upper() for t in condition.get("exclude_types") or []}
     types = [t for t in (_pii_type(item) for item in found) if t is not None]
@@ -260,15 +349,19 @@ def _has_high_risk_pii(
 def _has_keywords(condition: Mapping[str, Any], facts: Mapping[str, object]) -> tuple[bool, str]:
     found = facts.get("keywords")
     if found is None:
-        return False, "keywords missing"
+        raise _missing(facts, "keywords")
     if not isinstance(found, list):
         count = as_number(found)
-        return (count or 0) > 0, f"{format_number(count or 0)} keywords"
-    words = [str(w) for w in found]
+        if count is None:
+            raise FactMissing(f"keywords is not a list or a count: {found!r}")
+        return count > 0, f"{format_number(count)} keywords"
+    # A detector's findings are objects with the word; a list given as facts may be words.
+    words = [str(w["word"]) if isinstance(w, Mapping) and "word" in w else str(w) for w in found]
     wanted = condition.get("keywords")
     if wanted:
-        wanted_folded = {w.casefold() for w in wanted}
-        words = [w for w in words if w.casefold() in wanted_folded]
+        wanted_folded = {fold(w) for w in wanted}
+        words = [w for w in words if fold(w) in wanted_folded]
+    words = list(dict.fromkeys(words))
     if words:
         return True, f"keywords {', '.join(words)}"
     return False, "no keywords"
@@ -278,10 +371,10 @@ def _check_count(condition: Mapping[str, Any], facts: Mapping[str, object]) -> t
     name = condition["field"]
     present, value = lookup(facts, field_path(name))
     if not present:
-        return False, f"field {name} missing"
+        raise _missing(facts, name, f"field {name}")
     actual = as_number(value)
     if actual is None:
-        return False, f"field {name} is not a number: {value!r}"
+        raise FactMissing(f"field {name} is not a number: {value!r}")
     holds, symbol = compare_numbers(condition["operator"], actual, condition["value"])
     return (
         holds,

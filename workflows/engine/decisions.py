@@ -54,6 +54,8 @@ class StepResult:
     schema: SchemaCheck | None = None
     # An http step's response status (None: it got none, or the step is of another kind).
     http_status: int | None = None
+    # Facts the step found (a decision tree's detectors), laid over the run's (None: none).
+    facts: Mapping[str, Any] | None = None
 
 
 # How a finished run ended: the runner's `Outcome` has the same values.

@@ -11,6 +11,7 @@ from workflows.engine.callbacks import Callback
 from workflows.engine.capabilities import NONE as NO_CAPABILITIES
 from workflows.engine.capabilities import Capabilities
 from workflows.engine.classification import Route
+from workflows.engine.detectors import DetectSpec
 from workflows.engine.http_request import DEFAULT_METHOD, DEFAULT_RETRIES
 from workflows.engine.intent import DEFAULT_MAX_ATTEMPTS as DEFAULT_INTENT_ATTEMPTS
 from workflows.engine.learner import DEFAULT_SETTINGS, LearnerSettings
@@ -87,6 +88,10 @@ class StepSpec:
     branches: tuple[BranchSpec, ...] = ()
     tree: Mapping[str, Any] | None = None
     leaf_targets: Mapping[str, str] = field(default_factory=dict)
+    # decision_tree: the detectors that find its facts in a text (None: it reads the facts
+    # as they are), and why its tree did not load (it then takes its fallback; lint refuses it)
+    detect: DetectSpec | None = None
+    tree_problems: tuple[str, ...] = ()
     routes: tuple[Route, ...] = ()
     bypass: bool = False
     options: tuple[str, ...] = DEFAULT_HUMAN_OPTIONS

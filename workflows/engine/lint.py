@@ -20,6 +20,7 @@ from workflows.engine.errors import TemplateError
 from workflows.engine.graph import BranchSpec, Condition, RecipeGraph, StepSpec
 from workflows.engine.self_check import Scoring
 from workflows.engine.shadowing import shadowed_branches
+from workflows.engine.step_kinds.decision_tree import load_errors as tree_load_errors
 from workflows.engine.templating import SOURCES_NAME, step_sources_reference, template_names
 from workflows.engine.vocabulary import COMPLETE, DEFAULT_MAX_RETRIES, END, REPEAT
 
@@ -33,6 +34,7 @@ def lint_errors(graph: RecipeGraph) -> list[str]:
     errors: list[str] = []
     for i, step in enumerate(graph.steps):
         errors += _fallback_missing(step, f"steps[{i}]")
+        errors += tree_load_errors(step, f"steps[{i}]")
     errors += error_severity.target_errors(graph)
     return errors
 

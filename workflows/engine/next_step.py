@@ -36,6 +36,7 @@ from workflows.engine.conditions import (
 )
 from workflows.engine.conditions.context import AnswerOf
 from workflows.engine.decisions import Decision, Evaluation, RunOutcome, StepResult
+from workflows.engine.detectors import merge_detected
 from workflows.engine.errors import EngineError
 from workflows.engine.graph import BranchSpec, RecipeGraph, StepSpec
 from workflows.engine.severity import count_rerun, rerun_refusal, severity_of, with_feedback
@@ -55,6 +56,8 @@ def _record(step: StepSpec, kind: StepKind, state: RunState, result: StepResult)
     seq = state.record(
         step.key, response, overlay_facts=kind.overlays_facts, merge_facts=kind.merges_facts
     )
+    if result.facts is not None:
+        state.facts = merge_detected(state.facts, result.facts)
     if result.hits is not None:
         state.record_hits(seq)
     if result.decision is not None:

@@ -160,6 +160,7 @@ class Step(_Strict):
     # decision_tree
     tree: dict[str, Any] | None = None
     leaf_targets: dict[str, str] | None = None
+    detect: dict[str, Any] | None = None
     # classify
     routes: list[Route] | None = None
     bypass: bool | None = None

@@ -1,4 +1,13 @@
-"""`decision_tree`: walk a JSON decision tree over the run's facts to a leaf."""
+"""`decision_tree`: walk a JSON decision tree over the run's facts to a leaf.
+
+With `detect`, the step first finds the tree's facts in a text (`detectors.py`): the
+template `detect.from`, else the run's latest answer. The runner runs the detectors (the
+safety judge is a model call) and reports the facts found; they are laid over the run's
+facts, for the tree and for the steps after it.
+
+A tree with a `fallback` that does not load (a published version the engine now reads
+otherwise) takes its fallback at run time; lint refuses such a tree in a recipe saved now.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +16,16 @@ from typing import Any
 
 from workflows.engine.actions import Move
 from workflows.engine.checks import listed
-from workflows.engine.decision_tree import evaluate_tree, leaves, validate_tree
+from workflows.engine.decision_tree import (
+    TreeOutcome,
+    evaluate_tree,
+    fallback_of,
+    leaves,
+    priority_problems,
+    validate_tree,
+)
 from workflows.engine.decisions import Evaluation, StepResult
+from workflows.engine.detectors import read_detect
 from workflows.engine.errors import EngineError
 from workflows.engine.field_spec import FieldSpec
 from workflows.engine.graph import RecipeGraph, StepSpec
@@ -22,14 +39,35 @@ from workflows.engine.vocabulary import COMPLETE, END
 def read_body(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> dict[str, Any]:
     """Read the tree and the leaf targets (leaf name to step key, @end or @complete)."""
     tree = doc.get("tree")
+    detect = read_detect(doc, path, reader)
     if tree is None:
         reader.error(f"{path}.tree", "is required for a decision_tree step")
         return {"tree": None, "leaf_targets": {}}
     problems = validate_tree(tree, f"{path}.tree")
+    fallback = fallback_of(tree)
+    if problems and fallback is not None:
+        # Kept for the run, which takes the fallback; `load_errors` refuses it at save.
+        return {
+            "tree": {"fallback": fallback},
+            # Its leaves are unknown: each target is checked, not its leaf's name.
+            "leaf_targets": _targets(doc, path, reader, None),
+            "detect": detect,
+            "tree_problems": tuple(problems),
+        }
     reader.errors += problems
+    names = set(leaves(tree)) if not problems and isinstance(tree, Mapping) else None
+    targets = _targets(doc, path, reader, names)
+    if problems or not isinstance(tree, Mapping):
+        return {"tree": None, "leaf_targets": targets, "detect": detect}
+    return {"tree": tree, "leaf_targets": targets, "detect": detect}
+
+
+def _targets(
+    doc: Mapping[str, Any], path: str, reader: DocumentReader, names: set[str] | None
+) -> dict[str, str]:
+    """Read `leaf_targets`, each naming a leaf of the tree (when `names` are known)."""
     targets: dict[str, str] = {}
     raw = reader.mapping(doc.get("leaf_targets"), f"{path}.leaf_targets") or {}
-    names = set(leaves(tree)) if not problems and isinstance(tree, Mapping) else None
     for leaf, target in raw.items():
         leaf_path = f"{path}.leaf_targets.{leaf}"
         if names is not None and leaf not in names:
@@ -42,9 +80,35 @@ def read_body(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> dict
             )
         else:
             targets[str(leaf)] = target
-    if problems or not isinstance(tree, Mapping):
-        return {"tree": None, "leaf_targets": targets}
-    return {"tree": tree, "leaf_targets": targets}
+    return targets
+
+
+def load_errors(step: StepSpec, path: str) -> list[str]:
+    """Return what a tree may not be saved with, though a run could take it: a tree that
+    does not load (with a fallback), priorities against the order it is evaluated in."""
+    if step.tree_problems:
+        return list(step.tree_problems)
+    if step.tree is None:
+        return []
+    return priority_problems(step.tree, f"{path}.tree")
+
+
+def walk(step: StepSpec, facts: Mapping[str, Any]) -> TreeOutcome:
+    """Walk the step's tree over `facts`; a tree that did not load takes its fallback.
+
+    Raise EngineError when the step has no tree it can walk.
+    """
+    fallback = fallback_of(step.tree)
+    if step.tree_problems and fallback is not None:
+        why = "; ".join(step.tree_problems)
+        return TreeOutcome(
+            leaf=fallback,
+            trace=[f"the tree did not load ({why}) -> fallback", f"leaf {fallback}"],
+            fell_back=True,
+        )
+    if step.tree is None:
+        raise EngineError(f"step '{step.key}' has no decision tree")
+    return evaluate_tree(step.tree, facts)
 
 
 def next_move(
@@ -54,11 +118,9 @@ def next_move(
 
     A leaf that names no step leaves the move to the step's branches (None).
     """
-    if step.tree is None:
-        raise EngineError(f"step '{step.key}' has no decision tree")
-    # The facts are those the runner walked the tree over (a tree step leaves them as they
-    # were), so walking it again gives the trace for the log at no model cost.
-    outcome = evaluate_tree(step.tree, state.facts)
+    # The facts are those the runner walked the tree over (its detectors' facts are laid
+    # over them by now), so walking it again gives the trace for the log at no model cost.
+    outcome = walk(step, state.facts)
     leaf, reason = outcome.leaf, " → ".join(outcome.trace)
     if result.leaf is not None and result.leaf != leaf:
         leaf, reason = result.leaf, f"the runner reported leaf {result.leaf}"
@@ -90,6 +152,16 @@ STEP_KIND = StepKind(
             "Leaf targets",
             "text",
             help="JSON: leaf name to step key, @end or @complete (default: the leaf's name).",
+        ),
+        FieldSpec(
+            "detect",
+            "Detectors",
+            "text",
+            help=(
+                'JSON: find the facts in a text: {"pii": {"types": [...]}, "keywords": '
+                '{"words": [...]}, "safety": {"judge": ALIAS}, "from": TEMPLATE} '
+                "(default text: the run's latest answer)."
+            ),
         ),
         FAILURE_SEVERITY,
     ),
