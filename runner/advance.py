@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import DataError, IntegrityError, transaction
@@ -42,6 +42,10 @@ def advance(run_id: int, *, time_slice: float | None = None, resume_token: str =
     deadline = time.monotonic() + slice_s
     try:
         claim = store.claim(run_id, resume_token=resume_token)
+    except store.NotYet as early:
+        # A message before the retry's time (a duplicate, the reaper's): due again then.
+        dispatch.send(run_id, countdown=early.seconds_left())
+        return
     except DATABASE_ERRORS as exc:
         raise Interrupted(run_id, resume_token) from exc  # still ours to take back
     if claim is None:
@@ -153,7 +157,11 @@ def _write(
 def _committed(claim: Claim, step: StepCommit) -> None:
     """What follows a commit: the run handed back to the queue, the end of its trace."""
     if step.hands_back:
-        dispatch.send_on_commit(claim.run_id)  # after the commit: the next claim must find it
+        # After the commit: the next claim must find it. A retry that waits is due later:
+        # it waits in the queue, holding no worker.
+        wake = store.not_before(step.next)
+        countdown = (wake - timezone.now()).total_seconds() if wake else None
+        dispatch.send_on_commit(claim.run_id, countdown=countdown)
     if step.status in TERMINAL:
         _trace_finished(claim, step.status, step.outcome, step.error)
 
@@ -226,6 +234,7 @@ def _step_decided(
 ) -> StepCommit:
     """The commit of a step the engine decided: its result, and where the run goes next."""
     step_run = _step_run(claim, outcome)
+    resume_at = _resume_at(decision)
     # What the recipe did next says whether the attempt succeeded (for the actor statistics).
     step_run.outcome = engine.attempt_outcome(
         claim.step,
@@ -241,16 +250,20 @@ def _step_decided(
             priority=e.priority,
             matched=e.matched,
             taken=e.taken,
-            reason=e.reason,
+            reason=_until(e, resume_at),
         )
         for i, e in enumerate(decision.evaluations)
     ]
     step_events = [events.step_finished(step_run)]
     step_events += [
-        events.branch_evaluated(seq=claim.seq, step=claim.step.key, evaluation=e)
-        for e in decision.evaluations
+        events.branch_evaluated(seq=claim.seq, step=claim.step.key, evaluation=e, reason=r.reason)
+        for e, r in zip(decision.evaluations, evaluations, strict=True)
     ]
-    step_events.append(events.branch_taken(seq=claim.seq, step=claim.step.key, decision=decision))
+    step_events.append(
+        events.branch_taken(
+            seq=claim.seq, step=claim.step.key, decision=decision, resume_at=resume_at
+        )
+    )
     commit = StepCommit(
         claim,
         step_run,
@@ -261,11 +274,29 @@ def _step_decided(
         model_calls=_call_rows(claim, outcome),
     )
     _apply_decision(commit, decision)
+    if resume_at is not None and commit.next:
+        # The run waits in the queue for its retry: the step is not claimed at once.
+        commit.next[store.NOT_BEFORE] = resume_at.isoformat()
+        commit.go_on = False
     if commit.status in TERMINAL:
         step_events.append(
             events.run_finished(status=commit.status, outcome=commit.outcome, error=commit.error)
         )
     return commit
+
+
+def _resume_at(decision: engine.Decision) -> datetime | None:
+    """When the step runs again, if the branch taken asked its retry to wait."""
+    if decision.delay_s <= 0 or decision.kind not in ("repeat", "retry_actor"):
+        return None
+    return timezone.now() + timedelta(seconds=decision.delay_s)
+
+
+def _until(evaluation: engine.Evaluation, resume_at: datetime | None) -> str:
+    """The evaluation's reason; the taken branch's says until when the run waits."""
+    if resume_at is None or not evaluation.taken:
+        return evaluation.reason
+    return f"{evaluation.reason}, until {resume_at.isoformat(timespec='seconds')}"
 
 
 def _step_run(claim: Claim, outcome: StepOutcome) -> StepRun:

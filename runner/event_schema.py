@@ -90,6 +90,8 @@ EVENT_SCHEMAS: dict[str, Schema] = {
         "kind": str,
         "next_step": str | None,
         "reason": str,
+        "delay_s": float,  # the seconds the retry waits in the queue (0: none)
+        "resume_at": str | None,  # ISO 8601: when the step runs again, if it waits
     },
     "human_task.created": TASK,
     "human_task.decided": TASK,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 from django.db import transaction
@@ -123,7 +124,11 @@ def step_finished(step_run: StepRun) -> Event:
     )
 
 
-def branch_evaluated(*, seq: int, step: str, evaluation: engine.Evaluation) -> Event:
+def branch_evaluated(
+    *, seq: int, step: str, evaluation: engine.Evaluation, reason: str | None = None
+) -> Event:
+    """`reason`: the evaluation's as recorded, if the runner added to it (until when a
+    retry waits)."""
     return Event(
         "branch.evaluated",
         {
@@ -133,12 +138,15 @@ def branch_evaluated(*, seq: int, step: str, evaluation: engine.Evaluation) -> E
             "priority": evaluation.priority,
             "matched": evaluation.matched,
             "taken": evaluation.taken,
-            "reason": evaluation.reason,
+            "reason": evaluation.reason if reason is None else reason,
         },
     )
 
 
-def branch_taken(*, seq: int, step: str, decision: engine.Decision) -> Event:
+def branch_taken(
+    *, seq: int, step: str, decision: engine.Decision, resume_at: datetime | None = None
+) -> Event:
+    """`resume_at`: when the step runs again, if its retry waits `delay_s` in the queue."""
     return Event(
         "branch.taken",
         {
@@ -149,6 +157,8 @@ def branch_taken(*, seq: int, step: str, decision: engine.Decision) -> Event:
             "kind": decision.kind,
             "next_step": decision.next_step,
             "reason": decision.reason,
+            "delay_s": decision.delay_s if resume_at is not None else 0.0,
+            "resume_at": resume_at.isoformat() if resume_at is not None else None,
         },
     )
 

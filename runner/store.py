@@ -221,7 +221,8 @@ def cancel(run: Run, new_events: list[events.Event]) -> None:
 
 
 def claim(run_id: int, *, resume_token: str = "") -> Claim | None:
-    """Take the lease on the run's next step, or return None if there is nothing to take.
+    """Take the lease on the run's next step, or return None if there is nothing to take;
+    raise NotYet if the step waits for its retry's delay.
 
     A live lease is taken only by the worker that holds its token (`resume_token`): a task
     retried after a database outage goes on with the step it was running.
@@ -238,6 +239,9 @@ def claim(run_id: int, *, resume_token: str = "") -> Claim | None:
     leased = run.lease_token and run.lease_expires_at and run.lease_expires_at > now
     if leased and run.lease_token != resume_token:
         return None  # another worker holds it
+    wake = not_before(run.next)
+    if wake is not None and wake > now:
+        raise NotYet(run.pk, wake)
     if run.claims >= settings.RUN_MAX_STEP_CLAIMS:
         _fail_unclaimed(
             run,
@@ -357,6 +361,27 @@ def _failed(error: str) -> tuple[dict[str, Any], list[events.Event]]:
 # In a run's `next`: the seq of a step given back to the queue to wait for its actor, whose
 # `step.started` was told already (its next claims do not tell it again).
 WAITING = "waiting"
+# In a run's `next`: the time (ISO 8601) before which its step does not run, the wait a
+# retry's branch asked for (`engine.retry_delays`). The run waits in the queue, its message
+# due then; a message that comes earlier (the reaper's, a duplicate) is sent again for then.
+NOT_BEFORE = "not_before"
+
+
+class NotYet(Exception):
+    """The run's next step waits until `at` (its retry's delay): nothing was claimed."""
+
+    def __init__(self, run_id: int, at: datetime) -> None:
+        super().__init__(f"run {run_id}: its next step waits until {at.isoformat()}")
+        self.at = at
+
+    def seconds_left(self) -> float:
+        return max((self.at - timezone.now()).total_seconds(), 0.0)
+
+
+def not_before(next_: dict[str, Any]) -> datetime | None:
+    """When the step a run's `next` names may run, if it waits for a retry's delay."""
+    value = next_.get(NOT_BEFORE)
+    return datetime.fromisoformat(value) if isinstance(value, str) and value else None
 
 
 def give_back(claim: Claim) -> None:
@@ -503,7 +528,8 @@ def _moves(
                 claims=1,
             )
         else:
-            changes["enqueued_at"] = now
+            # A step that waits is sent for when it may run: the reaper counts from then.
+            changes["enqueued_at"] = not_before(step.next) or now
     return following, changes
 
 

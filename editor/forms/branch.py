@@ -106,7 +106,13 @@ class BranchForm(forms.Form):
     @classmethod
     def initial_from(cls, branch: dict[str, Any]) -> dict[str, Any]:
         params = branch.get("params") if isinstance(branch.get("params"), dict) else {}
-        other = {k: v for k, v in params.items() if k not in cls.MANAGED_PARAMS}
+        # A list of alternative actors stays as written, among the other parameters: the
+        # menu picks one actor.
+        other = {
+            k: v
+            for k, v in params.items()
+            if k not in cls.MANAGED_PARAMS or (k == "alternative_actor" and isinstance(v, list))
+        }
         return {
             "name": branch.get("name", ""),
             "priority": branch.get("priority"),

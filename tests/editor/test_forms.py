@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.http import QueryDict
 
 from editor.catalog import new_operand
-from editor.forms.branch import BranchPanel
+from editor.forms.branch import BranchForm, BranchPanel
 from editor.forms.condition_tree import initial_tree, posted_tree, tree_apply
 from editor.forms.document import DocumentContext
 from editor.forms.recipe import ImportForm, RecipeSettings
@@ -362,6 +363,20 @@ class TestBranchForm:
             "retry_suffix": "Longer, please.",
             "max_retries": 2,
         }
+
+    def test_it_keeps_a_list_of_alternatives_and_the_retry_delays(self, story: Any) -> None:
+        doc = story_document()
+        kept = {"alternative_actor": ["judge", "writer"], "delay_seconds": 1, "backoff_factor": 2}
+        doc["steps"][0]["branches"][0].update(
+            action="RETRY_WITH_DIFFERENT_ACTOR", params={**kept, "max_retries": 3}
+        )
+        initial = BranchForm.initial_from(doc["steps"][0]["branches"][0])
+        assert (initial["alternative_actor"], initial["other_params"]) == ("", kept)
+        data = branch_data(doc, 0, 0, other_params=json.dumps(initial["other_params"]))
+        data["alternative_actor"] = ""
+        panel = BranchPanel(context=DocumentContext(doc), step_index=0, branch_index=0, data=data)
+        assert panel.is_valid(), panel.form.errors
+        assert panel.result["params"] == {**kept, "max_retries": 3}
 
     def test_it_marks_a_branch_inactive(self, story: Any) -> None:
         doc = story_document()

@@ -96,12 +96,81 @@ def test_it_treats_the_retry_as_exhausted_once_every_actor_failed() -> None:
     assert last.evaluations[0].reason == "no other actor available; treated as exhausted"
 
 
-def test_a_named_alternative_is_not_asked_again_after_it_failed() -> None:
+def test_a_named_alternative_is_asked_as_often_as_max_retries_says() -> None:
     g = three_actors(alternative_actor="b", max_retries=5)
     state = RunState.start(g)
-    assert decide(g, state, StepResult("s", "wrong")).actor == "b"
+    actors = [decide(g, state, StepResult("s", "wrong")).actor for _ in range(5)]
+    assert actors == ["b"] * 5
     again = decide(g, state, StepResult("s", "wrong"))
     assert (again.kind, again.next_step) == ("goto", "next")
+    assert again.evaluations[0].reason == "exhausted after 5 retries"
+
+
+def test_a_named_alternative_is_asked_the_default_three_times() -> None:
+    g = three_actors(alternative_actor="b")
+    state = RunState.start(g)
+    kinds = [decide(g, state, StepResult("s", "wrong")).kind for _ in range(4)]
+    assert kinds == ["retry_actor"] * 3 + ["goto"]
+
+
+def test_a_list_of_alternatives_is_asked_in_order_then_its_last_one_again() -> None:
+    g = three_actors(alternative_actor=["b", "c"], max_retries=4)
+    state = RunState.start(g)
+    actors = [decide(g, state, StepResult("s", "wrong")).actor for _ in range(5)]
+    assert actors == ["b", "c", "c", "c", None]
+    assert state.actor_override is None
+
+
+def test_a_replayed_state_goes_on_down_the_list_of_alternatives() -> None:
+    g = three_actors(alternative_actor=["b", "c"], max_retries=4)
+    state = RunState.start(g)
+    recorded = [
+        RecordedStep(StepResult("s", "wrong"), "retry", "a"),
+        RecordedStep(StepResult("s", "wrong"), "retry", "b"),
+    ]
+    replay(g, state, recorded)
+    assert state.actor_override == "c"
+    assert decide(g, state, StepResult("s", "wrong", actor="c")).actor == "c"
+
+
+def test_a_timeout_takes_model_timeout_with_its_alternative_twice() -> None:
+    """The reference design's branch: `model_timeout`, priority 5, on execution_timeout,
+    RETRY_DIFFERENT_ACTOR with `alternative_actor` and `max_retries` 2."""
+    timeout = branch(
+        "model_timeout",
+        5,
+        {"type": "execution_timeout", "operator": "equals", "value": True},
+        "RETRY_DIFFERENT_ACTOR",
+        None,
+        params={"alternative_actor": "b", "max_retries": 2},
+    )
+    handled = branch(
+        "gave_up",
+        9,
+        {"type": "execution_timeout", "operator": "equals", "value": True},
+        "ERROR_HANDLER",
+        "next",
+    )
+    g = parse_recipe(
+        {
+            "format": "branchline.recipe/v1",
+            "slug": "timeouts",
+            "name": "Timeouts",
+            "actors": ACTORS,
+            "steps": [step("s", timeout, handled, actor="a"), step("next", actor="a")],
+        }
+    )
+    state = RunState.start(g)
+    taken = []
+    for actor in ("a", "b", "b"):
+        decision = decide(g, state, StepResult("s", "", timed_out=True, actor=actor))
+        taken.append((decision.branch, decision.kind, decision.actor))
+    assert taken == [
+        ("model_timeout", "retry_actor", "b"),
+        ("model_timeout", "retry_actor", "b"),
+        ("gave_up", "goto", None),
+    ]
+    assert decision.evaluations[0].reason == "exhausted after 2 retries"
 
 
 def test_a_new_visit_of_the_step_may_try_every_actor_again() -> None:

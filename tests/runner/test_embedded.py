@@ -9,6 +9,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -99,3 +100,52 @@ def test_the_embedded_server_runs_a_recipe_with_nothing_but_python(embedded_serv
 @pytest.mark.slow
 def test_the_embedded_server_picks_up_runs_left_queued(embedded_server: dict) -> None:
     wait_status(embedded_server, embedded_server["left_over"], "succeeded")
+
+
+DELAYED = {
+    "format": "branchline.recipe/v1",
+    "slug": "delayed",
+    "name": "Delayed retry",
+    "inputs": {"topic": {"type": "string", "required": True}},
+    "actors": {"writer": "test-writer"},
+    "steps": [
+        {
+            "key": "write",
+            "name": "Write",
+            "actor": "writer",
+            "prompt": "Write about {topic}",
+            "branches": [
+                {
+                    "name": "model_timeout",
+                    "priority": 5,
+                    "when": {"type": "execution_timeout", "operator": "equals", "value": True},
+                    "action": "REQUEST_MORE_DETAIL",
+                    "target": "@repeat",
+                    "params": {"retry_suffix": "Again.", "delay_seconds": 1.5},
+                }
+            ],
+        }
+    ],
+}
+
+
+@pytest.mark.slow
+def test_the_embedded_worker_waits_for_a_retrys_delay(embedded_server: dict) -> None:
+    api(embedded_server, "POST", "/api/recipes/import", DELAYED)
+    api(embedded_server, "POST", "/api/recipes/delayed/publish", {})
+    script = {"writer": ["@timeout", "A story about owls."]}
+    run = api(
+        embedded_server,
+        "POST",
+        "/api/recipes/delayed/runs",
+        {"inputs": {"topic": "owls"}, "script": script},
+    )
+
+    finished = wait_status(embedded_server, run["id"], "succeeded")
+
+    first, second = finished["steps"]
+    waited = datetime.fromisoformat(second["started_at"]) - datetime.fromisoformat(
+        first["finished_at"]
+    )
+    assert (first["status"], second["response"]) == ("timed_out", "A story about owls.")
+    assert waited.total_seconds() >= 1.5

@@ -16,6 +16,7 @@ from workflows.engine.conditions.values import as_number
 from workflows.engine.field_spec import FieldSpec
 from workflows.engine.graph import BranchSpec, Condition
 from workflows.engine.reading import DocumentReader
+from workflows.engine.retry_delays import delay_problems
 from workflows.engine.vocabulary import (
     ACTION_ALIASES,
     ACTIONS,
@@ -24,9 +25,11 @@ from workflows.engine.vocabulary import (
     REPEAT,
     REPEAT_ACTIONS,
     SPECIAL_TARGETS,
+    repeats_step,
 )
 
 MAX_BRANCHES = 100
+MAX_ALTERNATIVES = 20
 
 
 def given_in_params(
@@ -181,6 +184,11 @@ class BranchReader:
         )
         if action == "ENHANCE_PROMPT" and params is not None and "prompt_enhancement" not in params:
             reader.error(f"{path}.params.prompt_enhancement", "is required for ENHANCE_PROMPT")
+        if action is not None and target is not None and params is not None:
+            repeats = repeats_step(action, target)
+            for name, problem in delay_problems(params, repeats=repeats):
+                reader.error(f"{path}.params.{name}", problem)
+                params = None
         active = doc.get("active", True)
         if not isinstance(active, bool):
             reader.error(f"{path}.active", "must be true or false")
@@ -326,14 +334,25 @@ class BranchReader:
         if retries is not None and (not is_int(retries) or retries < 0):
             reader.error(f"{path}.max_retries", f"must be a whole number >= 0, got {retries!r}")
             return None
-        alternative = doc.get("alternative_actor")
-        if (
-            alternative is not None
-            and reader.actor_alias(alternative, f"{path}.alternative_actor") is None
-        ):
+        if not self.alternatives(doc.get("alternative_actor"), f"{path}.alternative_actor"):
             return None
         for key in ("retry_suffix", "prompt_enhancement"):
             if key in doc and not isinstance(doc[key], str):
                 reader.error(f"{path}.{key}", f"must be a string, got {type(doc[key]).__name__}")
                 return None
         return params
+
+    def alternatives(self, value: object, path: str) -> bool:
+        """Check `params.alternative_actor`: an actor alias, or a non-empty list of them
+        (tried in order by the retries); tell whether it is valid (absent is)."""
+        if value is None:
+            return True
+        if not isinstance(value, list):
+            return self.reader.actor_alias(value, path) is not None
+        if not value or len(value) > MAX_ALTERNATIVES:
+            self.reader.error(
+                path, f"must list 1 to {MAX_ALTERNATIVES} actor aliases, got {len(value)}"
+            )
+            return False
+        problems = [self.reader.actor_alias(a, f"{path}[{i}]") is None for i, a in enumerate(value)]
+        return not any(problems)

@@ -104,3 +104,6 @@ class Decision:
     choice: Choice | None = None
     # The failure sent back to `next_step` (see above).
     feedback: str | None = None
+    # Seconds the run waits in the queue before running `next_step` again (a repeat or a
+    # retry whose branch asks for a delay: `retry_delays.py`).
+    delay_s: float = 0.0

@@ -39,6 +39,7 @@ from workflows.engine.decisions import Decision, Evaluation, RunOutcome, StepRes
 from workflows.engine.detectors import merge_detected
 from workflows.engine.errors import EngineError
 from workflows.engine.graph import BranchSpec, RecipeGraph, StepSpec
+from workflows.engine.retry_delays import describe as describe_delay
 from workflows.engine.severity import count_rerun, rerun_refusal, severity_of, with_feedback
 from workflows.engine.sources import Citation
 from workflows.engine.state import RunState
@@ -136,11 +137,14 @@ def _first_branch(
             variant=variant,
             learning=learning,
             tried=state.tried_actors.get(step.key, ()),
+            retries=state.retries_used(step.key, branch.name),
         )
         if move is None:
             refusal = "no other actor available; treated as exhausted"
             evaluations.append(Evaluation(branch.name, branch.priority, True, False, refusal))
             continue
+        if move.delay_s:
+            why = f"{why}; {describe_delay(move.delay_s)}"
         evaluations.append(Evaluation(branch.name, branch.priority, True, True, why))
         return with_feedback(move, graph, step, branch, ctx.severity, ctx.error), branch, why
     return None
@@ -243,6 +247,7 @@ def decide(
         move.variant,
         move.choice,
         move.feedback,
+        move.delay_s,
     )
 
 

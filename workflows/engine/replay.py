@@ -88,6 +88,7 @@ def _move(graph: RecipeGraph, step: StepSpec, state: RunState, branch: BranchSpe
         branch,
         override=state.actor_override,
         tried=state.tried_actors.get(step.key, ()),
+        retries=state.retries_used(step.key, branch.name),
     )
     # None: no other actor is left now, yet the run did retry: with the one it went on with.
     return move or Move("retry_actor", step.key, None, state.actor_override)

@@ -219,7 +219,8 @@ def describe(type_: str, data: dict[str, Any]) -> str:
         mark = "✔" if data["taken"] else ("·" if data["matched"] else "✗")
         return f"    {mark} {data['branch']}: {data['reason']}"
     if type_ == "branch.taken":
-        return f"  → {data['kind']} {data.get('next_step') or ''} ({data['reason']})"
+        until = f", until {data['resume_at']}" if data.get("resume_at") else ""
+        return f"  → {data['kind']} {data.get('next_step') or ''} ({data['reason']}{until})"
     if type_ == "human_task.created":
         return f"  ⏸ waiting for a decision from {data['group']} (task {data['id']})"
     if type_ == "human_task.decided":
