@@ -215,7 +215,8 @@ def _evaluate(condition: Mapping[str, Any], facts: Mapping[str, object]) -> tupl
     kind = condition["type"]
     logical = logical_kind(kind, condition.get("operator"), PLAIN_TYPES)
     if logical is not None:
-        return combine(logical, condition["conditions"], _evaluate, facts)
+        holds, reason = combine(logical, condition["conditions"], _evaluate, facts)
+        return holds is True, reason  # facts are always applicable: never None
     if kind == "check_safety":
         return _has_unsafe_pages(facts)
     if kind == "check_pii":

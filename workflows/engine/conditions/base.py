@@ -90,7 +90,9 @@ class ConditionType:
     condition reads whether the step failed, so its branch may handle a failed step.
     `asks_about_budget`: the condition reads the run's budget, so its branch may handle a
     step the budget stopped (and no other failure); `asks_about_classification` likewise, a
-    classify step whose classifier gave no readable answer.
+    classify step whose classifier gave no readable answer. `reads_answer`: the condition
+    reads the step's answer (its text, a judge's score of it, how its validation ended), so
+    it is not applicable on a failed step: false, with the failure as its reason.
     """
 
     name: str
@@ -106,6 +108,7 @@ class ConditionType:
     asks_about_failure: bool = False
     asks_about_budget: bool = False
     asks_about_classification: bool = False
+    reads_answer: bool = False
     aliases: tuple[str, ...] = ()
     operator_aliases: Mapping[str, str] = field(default_factory=dict)
 
