@@ -297,6 +297,7 @@ class _Parser(DocumentReader):
             timeout_s=timeout,
             position=position,
             failure_severity=failure_severity,
+            # A stable sort: branches of equal priority stay in document order.
             branches=tuple(sorted(branches, key=lambda b: b.priority)),
             **kind_fields,
         )
