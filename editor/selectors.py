@@ -69,15 +69,19 @@ def document_problems(document: dict[str, Any]) -> list[Problem]:
     """Return the document's errors (which block a save) and then its lint warnings."""
     errors = document_errors(document)
     warnings: list[str] = []
+    notes: list[str] = []
     try:
         graph = engine.parse_recipe(document)
     except engine.RecipeInvalid:
         graph = None
     if graph is not None:
         warnings = list(engine.lint_recipe(graph))
-    return [problem_from_text(e, "error") for e in errors] + [
-        problem_from_text(w, "warning") for w in warnings
-    ]
+        notes = engine.lint_notes(graph)
+    return (
+        [problem_from_text(e, "error") for e in errors]
+        + [problem_from_text(w, "warning") for w in warnings]
+        + [problem_from_text(n, "note") for n in notes]
+    )
 
 
 # -- outline ---------------------------------------------------------------------------------

@@ -303,13 +303,9 @@ class Branch(models.Model):
     counts_as = models.CharField(max_length=10, blank=True)
 
     class Meta:
-        ordering = ["step", "priority"]
+        # Equal priorities are evaluated in document order, the order they were written in.
+        ordering = ["step", "priority", "id"]
         verbose_name_plural = "branches"
-        constraints = [
-            models.UniqueConstraint(
-                fields=["step", "priority"], name="unique_branch_priority_per_step"
-            ),
-        ]
 
     def __str__(self) -> str:
         return f"{self.step.key}#{self.priority} {self.name}"

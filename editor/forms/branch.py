@@ -10,6 +10,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from workflows.engine.catalog import action_params
+from workflows.engine.priority_bands import describe, legend
 from workflows.engine.vocabulary import OUTCOMES
 
 from ..catalog import actions, canonical_action, repeats
@@ -100,8 +101,20 @@ class BranchForm(forms.Form):
         # The parameters shown follow the action and the target: changing either re-renders.
         for name in ("action", "target"):
             self.fields[name].widget.attrs["data-refresh"] = "true"
+        # The band shown beside the priority follows it too.
+        self.fields["priority"].widget.attrs["data-refresh"] = "true"
+        self.fields["priority"].help_text = f"1 is evaluated first. Bands: {legend()}."
         self.notes: list[str] = []
         self.result: dict[str, Any] | None = None
+
+    @property
+    def priority_band(self) -> str:
+        """Return the band of the priority shown (as typed, else as saved), or ""."""
+        value: Any = self.data.get("priority") if self.is_bound else self.initial.get("priority")
+        try:
+            return describe(int(value))
+        except (TypeError, ValueError):
+            return ""
 
     @classmethod
     def initial_from(cls, branch: dict[str, Any]) -> dict[str, Any]:
@@ -142,20 +155,6 @@ class BranchForm(forms.Form):
             if j != self.branch_index and isinstance(other, dict) and other.get("name") == name:
                 raise ValidationError(f"Another branch of this step is called '{name}'.")
         return name
-
-    def clean_priority(self) -> int:
-        priority = self.cleaned_data["priority"]
-        siblings = self.step.get("branches") or []
-        for j, other in enumerate(siblings):
-            if (
-                j != self.branch_index
-                and isinstance(other, dict)
-                and other.get("priority") == priority
-            ):
-                raise ValidationError(
-                    f"The branch '{other.get('name')}' has priority {priority} already."
-                )
-        return priority
 
     def clean_other_params(self) -> dict[str, Any]:
         value = self.cleaned_data.get("other_params")

@@ -342,7 +342,7 @@ class TestBranchForm:
         assert panel.result["target"] == "@repeat"
         assert "runs this step again" in panel.form.notes[0]
 
-    def test_it_refuses_a_priority_another_branch_has(self, story: Any) -> None:
+    def test_it_accepts_a_priority_another_branch_has(self, story: Any) -> None:
         doc = story_document()
         panel = BranchPanel(
             context=DocumentContext(doc),
@@ -350,8 +350,29 @@ class TestBranchForm:
             branch_index=3,
             data=branch_data(doc, 0, 3, priority="2"),
         )
-        assert not panel.is_valid()
-        assert "has priority 2 already" in panel.form.errors["priority"][0]
+        assert panel.is_valid(), panel.form.errors
+        assert panel.result is not None and panel.result["priority"] == 2
+
+    @pytest.mark.parametrize(
+        ("priority", "band"),
+        [
+            ("5", "Error handling (1-10)"),
+            ("20", "Quality gates (11-50)"),
+            ("60", "Flow control (51-100)"),
+            ("200", "in no band (between 51-100 and 900+)"),
+            ("999", "Defaults (900+)"),
+        ],
+    )
+    def test_it_shows_the_band_of_the_priority(self, story: Any, priority: str, band: str) -> None:
+        doc = story_document()
+        panel = BranchPanel(
+            context=DocumentContext(doc),
+            step_index=0,
+            branch_index=3,
+            data=branch_data(doc, 0, 3, priority=priority),
+        )
+        assert panel.form.priority_band == band
+        assert "error handling 1-10, quality gates 11-50" in panel.form.fields["priority"].help_text
 
     def test_it_keeps_params_it_does_not_know(self, story: Any) -> None:
         doc = story_document()

@@ -113,6 +113,26 @@ class TestBranchPanel:
         assert 'value="judge" selected' in page
         assert "Rate story quality 1-10" in page
 
+    def test_it_shows_the_band_of_the_branch_priority(self, story: Recipe, web: Client) -> None:
+        url = reverse("recipe-branch-panel", args=[story.slug])
+        opened = htmx_post(web, url, draft(story), step=0, branch=0, element="b-1")
+        assert "Priority band: Error handling (1-10)" in opened.content.decode()
+        # Typing another priority re-renders the panel with its band.
+        assert 'name="priority"' in opened.content.decode()
+        typed = htmx_post(
+            web,
+            url,
+            draft(story),
+            apply="1",
+            _op="refresh",
+            step=0,
+            branch=0,
+            name="short",
+            priority="999",
+            action="CONTINUE",
+        )
+        assert "Priority band: Defaults (900+)" in typed.content.decode()
+
     def test_a_builder_button_re_renders_without_errors(self, story: Recipe, web: Client) -> None:
         response = htmx_post(
             web,

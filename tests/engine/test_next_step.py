@@ -495,10 +495,14 @@ def test_it_fails_the_run_when_a_failed_step_takes_a_branch_that_ignores_failure
         None,
         reason,
     )
-    # The branch matched, but the run failed instead of following it.
+    # The length is not applicable to a failed step; the default matched, but the run
+    # failed instead of following it.
     assert [(e.branch, e.matched, e.taken) for e in decision.evaluations] == [
-        ("short", True, False)
+        ("short", False, False),
+        ("other", True, False),
     ]
+    failure = reason.removeprefix("step 'a' failed: ")
+    assert decision.evaluations[0].reason == f"not applicable: the step failed: {failure}"
 
 
 def test_it_fails_the_run_when_a_failed_step_falls_through_to_the_next_step() -> None:
@@ -521,7 +525,7 @@ def test_it_fails_the_run_when_a_failed_step_falls_through_to_the_next_step() ->
         {
             "type": "and",
             "conditions": [
-                SHORT,
+                TIMEOUT,
                 {
                     "type": "not",
                     "conditions": [

@@ -322,11 +322,6 @@ BAD_DOCUMENTS: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] =
         ],
     ),
     (
-        "duplicate priorities",
-        lambda d: _set(_first(d)["branches"][2], priority=1),
-        ["steps[0].branches[2].priority: duplicate priority 1 (also branches[0])"],
-    ),
-    (
         "duplicate branch names",
         lambda d: _set(_first(d)["branches"][1], name="story_too_short"),
         ["steps[0].branches[1].name: duplicate branch name 'story_too_short' (also branches[0])"],

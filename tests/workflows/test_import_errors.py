@@ -281,11 +281,6 @@ DOCUMENT_ERRORS: list[tuple[str, Mutation, str]] = [
         added_step(key="write", actor="writer"),
         "steps[1].key: duplicate step key 'write' (also steps[0])",
     ),
-    (
-        "duplicate branch priorities",
-        with_branches(branch(), branch(name="also_short", priority=1)),
-        "steps[0].branches[1].priority: duplicate priority 1 (also branches[0])",
-    ),
     ("step key that is not a slug", with_step(key="Write It!"), "steps[0].key: must match*"),
     (
         "slug that is not a slug",

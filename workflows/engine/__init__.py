@@ -63,7 +63,7 @@ from workflows.engine.learner import (
     seeded,
     suffix_variant,
 )
-from workflows.engine.lint import lint_errors, lint_recipe
+from workflows.engine.lint import lint_errors, lint_notes, lint_recipe
 from workflows.engine.next_step import decide
 from workflows.engine.outcomes import attempt_outcome, branch_outcome
 from workflows.engine.recipe_parser import parse_recipe
@@ -185,6 +185,7 @@ __all__ = [
     "judge_prompt",
     "learns",
     "lint_errors",
+    "lint_notes",
     "lint_recipe",
     "missing_capabilities",
     "next_schedule_times",

@@ -123,13 +123,11 @@ class BranchReader:
             return []
         branches: list[BranchSpec] = []
         names: dict[str, int] = {}
-        priorities: dict[int, int] = {}
         for j, doc in enumerate(value):
             branch_path = f"{path}[{j}]"
             branch = self.branch(doc, branch_path, step_key, scope, j)
-            name, priority = (
-                (doc.get("name"), doc.get("priority")) if isinstance(doc, Mapping) else (None, None)
-            )
+            # Equal priorities are allowed: they keep their order in the document (lint notes it).
+            name = doc.get("name") if isinstance(doc, Mapping) else None
             if isinstance(name, str) and name:
                 if name in names:
                     reader.error(
@@ -138,14 +136,6 @@ class BranchReader:
                     )
                 else:
                     names[name] = j
-            if isinstance(priority, int) and not isinstance(priority, bool):
-                if priority in priorities:
-                    reader.error(
-                        f"{branch_path}.priority",
-                        f"duplicate priority {priority} (also branches[{priorities[priority]}])",
-                    )
-                else:
-                    priorities[priority] = j
             if branch is not None:
                 branches.append(branch)
         return branches

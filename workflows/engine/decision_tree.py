@@ -287,7 +287,8 @@ def _evaluate(condition: Mapping[str, Any], given: _Given) -> tuple[bool, str]:
     kind = condition["type"]
     logical = logical_kind(kind, condition.get("operator"), PLAIN_TYPES)
     if logical is not None:
-        return combine(logical, condition["conditions"], _evaluate, given)
+        holds, reason = combine(logical, condition["conditions"], _evaluate, given)
+        return holds is True, reason  # facts are always applicable: never None
     facts = given.facts
     try:
         if kind == "check_safety":

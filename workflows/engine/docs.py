@@ -91,6 +91,12 @@ def budget_table() -> str:
     return "\n".join(rows)
 
 
+def not_applicable_list() -> str:
+    """Return the line naming the condition types not applicable on a failed step."""
+    names = ", ".join(f"`{kind.name}`" for kind in TYPES if kind.reads_answer)
+    return f"The conditions that read the answer: {names}."
+
+
 def _cells(*cells: str) -> str:
     # A `|` inside a cell would end it.
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
@@ -112,6 +118,11 @@ SECTIONS: tuple[tuple[str, str, Callable[[], str]], ...] = (
         "<!-- budget table: written by `python -m workflows.engine.docs` -->",
         "<!-- end of the budget table -->",
         budget_table,
+    ),
+    (
+        "<!-- answer conditions: written by `python -m workflows.engine.docs` -->",
+        "<!-- end of the answer conditions -->",
+        not_applicable_list,
     ),
 )
 

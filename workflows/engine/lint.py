@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from functools import partial
 
-from workflows.engine.conditions import error_severity
+from workflows.engine.conditions import asks_about_failure, error_severity
 from workflows.engine.conditions.base import ConditionUse
 from workflows.engine.conditions.registry import TYPES
 from workflows.engine.conditions.values import as_number, format_number
 from workflows.engine.decision_tree import leaves
 from workflows.engine.errors import TemplateError
 from workflows.engine.graph import BranchSpec, Condition, RecipeGraph, StepSpec
+from workflows.engine.priority_bands import band_notes
 from workflows.engine.self_check import Scoring
 from workflows.engine.shadowing import shadowed_branches
 from workflows.engine.step_kinds.decision_tree import load_errors as tree_load_errors
@@ -67,6 +68,8 @@ def lint_recipe(graph: RecipeGraph) -> list[str]:
         warnings += _hits_never_shown(graph, step, path)
         warnings += _beyond_budget(graph, step, path)
         warnings += _threshold_out_of_reach(step, path)
+        warnings += _equal_priorities(step, path)
+        warnings += _failure_caught_first(step, path)
     return warnings
 
 
@@ -83,6 +86,58 @@ def _threshold_out_of_reach(step: StepSpec, path: str) -> list[str]:
         f"a perfect answer scores {scoring.arithmetic(scoring.rule_base, 100)}, so every "
         "answer is replaced by the fallback"
     ]
+
+
+def lint_notes(graph: RecipeGraph) -> list[str]:
+    """Return notes about `graph`, as `path: message`: less than warnings (priority bands)."""
+    return band_notes(graph)
+
+
+def _equal_priorities(step: StepSpec, path: str) -> list[str]:
+    """Note branches that share a priority: they are evaluated in document order."""
+    first: dict[int, BranchSpec] = {}
+    notes: list[str] = []
+    for branch in step.branches:
+        earlier = first.setdefault(branch.priority, branch)
+        if earlier is not branch:
+            notes.append(
+                f"{_branch_path(path, step, branch)}.priority: priority {branch.priority} "
+                f"also has '{earlier.name}'; equal priorities are evaluated in document "
+                "order, so this branch comes after it"
+            )
+    return notes
+
+
+def _holds_on_failure(condition: Condition) -> bool:
+    """Tell whether `condition` surely holds on a failed step without asking about failure."""
+    if condition.type == "default":
+        return True
+    if condition.type == "and":
+        return all(_holds_on_failure(c) for c in condition.conditions)
+    if condition.type == "or":
+        return any(_holds_on_failure(c) for c in condition.conditions)
+    return False
+
+
+def _failure_caught_first(step: StepSpec, path: str) -> list[str]:
+    """Warn when a failure of the step can reach no branch that handles it: an earlier branch
+    that does not handle failures always holds, so the run fails there. (A default that does
+    not repeat is already reported as hiding every branch after it.)"""
+    active = step.active_branches
+    for k, handler in enumerate(active):
+        if not asks_about_failure(handler.when):
+            continue
+        for blocker in active[:k]:
+            if asks_about_failure(blocker.when) or not _holds_on_failure(blocker.when):
+                continue
+            if _is_default(blocker) and blocker.target != REPEAT:
+                return []
+            return [
+                f"{_branch_path(path, step, handler)}: a failure of the step never reaches "
+                f"this branch: '{blocker.name}' (priority {blocker.priority}) holds first and "
+                "does not handle a failure, so the run fails there"
+            ]
+    return []
 
 
 def _branch_path(step_path: str, step: StepSpec, branch: BranchSpec) -> str:

@@ -303,6 +303,7 @@ class _Parser(DocumentReader):
             position=position,
             failure_severity=failure_severity,
             requires=requires,
+            # A stable sort: branches of equal priority stay in document order.
             branches=tuple(sorted(branches, key=lambda b: b.priority)),
             **kind_fields,
         )

@@ -13,7 +13,11 @@ from workflows.engine.conditions.registry import TYPES, condition_type
 from workflows.engine.errors import EngineError
 from workflows.engine.graph import Condition
 
+# The reason of a condition that reads the answer of a failed step, before the failure's.
+NOT_APPLICABLE = "not applicable: the step failed"
+
 __all__ = [
+    "NOT_APPLICABLE",
     "EvalContext",
     "Judge",
     "asks_about_budget",
@@ -21,6 +25,7 @@ __all__ = [
     "asks_about_failure",
     "evaluate_condition",
     "prepare",
+    "reads_answer",
 ]
 
 
@@ -31,12 +36,26 @@ def prepare(condition: Condition) -> object:
 
 
 def evaluate_condition(condition: Condition, ctx: EvalContext) -> tuple[bool, str]:
-    """Return whether `condition` holds for the step result in `ctx`, and why."""
+    """Return whether `condition` holds for the step result in `ctx`, and why.
+
+    On a failed step a condition that reads the answer (`ConditionType.reads_answer`) is
+    not applicable: it does not hold, and says so, so that evaluation goes on to the
+    branches that handle the failure. Combinations treat it as unknown (`logical.combine`).
+    """
+    holds, reason = _evaluate(condition, ctx)
+    return holds is True, reason
+
+
+def _evaluate(condition: Condition, ctx: EvalContext) -> tuple[bool | None, str]:
+    """Return whether `condition` holds, or None when it is not applicable, and why."""
     evaluate = _EVALUATE.get(condition.type)
     if evaluate is None:
         if condition.type in LOGICAL_TYPES:
-            return combine(condition.type, condition.conditions, evaluate_condition, ctx)
+            return combine(condition.type, condition.conditions, _evaluate, ctx)
         raise EngineError(f"unknown condition type '{condition.type}'")
+    failure = ctx.failure()
+    if failure is not None and condition.type in _READS_ANSWER:
+        return None, f"{NOT_APPLICABLE}: {failure}"
     prepared = condition.prepared if condition.prepared is not None else prepare(condition)
     return evaluate(condition, prepared, ctx)
 
@@ -44,6 +63,11 @@ def evaluate_condition(condition: Condition, ctx: EvalContext) -> tuple[bool, st
 def asks_about_failure(condition: Condition) -> bool:
     """Tell whether `condition` (or an operand, at any depth) asks whether the step failed."""
     return _asks(condition, "asks_about_failure")
+
+
+def reads_answer(condition: Condition) -> bool:
+    """Tell whether `condition` (or an operand, at any depth) reads the step's answer."""
+    return _asks(condition, "reads_answer")
 
 
 def asks_about_budget(condition: Condition) -> bool:
@@ -69,3 +93,7 @@ def _asks(condition: Condition, flag: str) -> bool:
 _EVALUATE: dict[str, Evaluate] = {
     name: kind.evaluate for kind in TYPES for name in (kind.name, *kind.aliases)
 }
+# The type names (aliases included) of the conditions not applicable on a failed step.
+_READS_ANSWER: frozenset[str] = frozenset(
+    name for kind in TYPES if kind.reads_answer for name in (kind.name, *kind.aliases)
+)

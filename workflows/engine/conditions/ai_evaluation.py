@@ -137,4 +137,5 @@ CONDITION_TYPE = ConditionType(
     lint=lint,
     # Note 000 gives a judge branch's settings in its metadata (`params`), as these keys.
     params={"evaluator_actor": "evaluator", "eval_prompt": "prompt", "threshold": "value"},
+    reads_answer=True,
 )

@@ -92,7 +92,9 @@ class ConditionType:
     step the budget stopped (and no other failure); `asks_about_classification` likewise, a
     classify step whose classifier gave no readable answer. `params` maps keys of a branch's
     `params` to fields of the type: a branch whose condition is of the type may give those
-    fields there (the seeds' metadata does), read as if its condition gave them.
+    fields there (the seeds' metadata does), read as if its condition gave them. `reads_answer`: the condition
+    reads the step's answer (its text, a judge's score of it, how its validation ended), so
+    it is not applicable on a failed step: false, with the failure as its reason.
     """
 
     name: str
@@ -108,6 +110,7 @@ class ConditionType:
     asks_about_failure: bool = False
     asks_about_budget: bool = False
     asks_about_classification: bool = False
+    reads_answer: bool = False
     aliases: tuple[str, ...] = ()
     operator_aliases: Mapping[str, str] = field(default_factory=dict)
     params: Mapping[str, str] = field(default_factory=dict)

@@ -75,4 +75,5 @@ CONDITION_TYPE = ConditionType(
     check=check,
     evaluate=evaluate,
     lint=lint,
+    reads_answer=True,
 )

@@ -51,4 +51,5 @@ CONDITION_TYPE = ConditionType(
     check=check,
     prepare=prepare,
     evaluate=evaluate,
+    reads_answer=True,
 )

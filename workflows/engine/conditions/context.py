@@ -75,6 +75,12 @@ class EvalContext:
     _words: int | None = field(default=None, init=False, repr=False)
     _encoded: bytes | None = field(default=None, init=False, repr=False)
 
+    def failure(self) -> str | None:
+        """Return why the step failed (its error, or that it timed out), or None."""
+        if self.error is not None:
+            return self.error
+        return "timed out" if self.timed_out else None
+
     def content_type(self) -> str:
         """Return the detected content type of the text (computed once)."""
         if self._content_type is None:

@@ -200,4 +200,5 @@ CONDITION_TYPE = ConditionType(
     prepare=prepare,
     evaluate=evaluate,
     lint=lint,
+    reads_answer=True,
 )

@@ -50,4 +50,5 @@ CONDITION_TYPE = ConditionType(
     prepare=prepare_flag,
     evaluate=evaluate,
     lint=lint,
+    reads_answer=True,
 )

@@ -87,4 +87,5 @@ CONDITION_TYPE = ConditionType(
     prepare=prepare,
     evaluate=evaluate,
     lint=lint,
+    reads_answer=True,
 )

@@ -54,27 +54,33 @@ def operands_problem(logical: str, operands: object) -> str | None:
 def combine(
     logical: str,
     operands: Sequence[Operand],
-    evaluate: Callable[[Operand, Given], tuple[bool, str]],
+    evaluate: Callable[[Operand, Given], tuple[bool | None, str]],
     given: Given,
-) -> tuple[bool, str]:
+) -> tuple[bool | None, str]:
     """Evaluate a combination, `evaluate(operand, given)` for each operand; say why it holds.
 
     `and` stops at the first false operand, `or` at the first true one: later operands are
-    not asked (a judge among them costs a model call).
+    not asked (a judge among them costs a model call). An operand may be not applicable
+    (None: it reads the answer of a step that failed); the logic is then three-valued
+    (Kleene's): `not` of it is not applicable too, `and` is false if another operand is,
+    else not applicable; `or` is true if another operand is, else not applicable.
     """
     if logical == "not":
         if len(operands) != 1:
             raise EngineError(f"not takes exactly one condition, got {len(operands)}")
         result, reason = evaluate(operands[0], given)
-        return not result, f"not: [{reason}]"
+        return None if result is None else not result, f"not: [{reason}]"
     reasons: list[str] = []
     decisive = logical == "or"  # the operand value that decides the whole
+    undecided = False  # an operand was not applicable
     for operand in operands:
         result, reason = evaluate(operand, given)
         reasons.append(reason)
-        if result == decisive:
+        if result is None:
+            undecided = True
+        elif result == decisive:
             return decisive, f"{logical}: [{'; '.join(reasons)}]"
-    return not decisive, f"{logical}: [{'; '.join(reasons)}]"
+    return None if undecided else not decisive, f"{logical}: [{'; '.join(reasons)}]"
 
 
 def summarize(logical: str, parts: list[str], *, nested: bool) -> str:

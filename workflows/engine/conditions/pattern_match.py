@@ -122,4 +122,5 @@ CONDITION_TYPE = ConditionType(
     check=check,
     prepare=prepare,
     evaluate=evaluate,
+    reads_answer=True,
 )

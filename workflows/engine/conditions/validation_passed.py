@@ -49,4 +49,5 @@ CONDITION_TYPE = ConditionType(
     prepare=prepare_flag,
     evaluate=evaluate,
     lint=lint,
+    reads_answer=True,
 )
