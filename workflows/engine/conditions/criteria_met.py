@@ -53,7 +53,7 @@ def check(
 ) -> tuple[bool, Any]:
     """Check the intent step (an intent step before this one), the evaluator and the value:
     none for `all`, a share from 0 (exclusive) to 1 for `at_least`."""
-    ok = _check_intent_step(fields.get("intent_step"), f"{path}.intent_step", scope)
+    ok = check_intent_step(fields.get("intent_step"), f"{path}.intent_step", scope)
     evaluator = fields.get("evaluator")
     problem = None if evaluator is None else actor_alias_problem(evaluator, scope.actors)
     if problem:
@@ -74,7 +74,7 @@ def check(
     return ok, value
 
 
-def _check_intent_step(key: object, path: str, scope: ConditionScope) -> bool:
+def check_intent_step(key: object, path: str, scope: ConditionScope) -> bool:
     if key is None or key == "":
         scope.error(path, "is required: the key of the intent step whose criteria are checked")
         return False
