@@ -56,6 +56,7 @@ from workflows.engine.learner import (
     Choice,
     LearnerSettings,
     Observation,
+    format_strategies,
     seeded,
     suffix_variant,
 )
@@ -171,6 +172,7 @@ __all__ = [
     "first_choice",
     "format_cost",
     "format_sources",
+    "format_strategies",
     "http_script_key",
     "judge_prompt",
     "learns",

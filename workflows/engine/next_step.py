@@ -57,6 +57,8 @@ def _record(step: StepSpec, kind: StepKind, state: RunState, result: StepResult)
     )
     if result.hits is not None:
         state.record_hits(seq)
+    if step.kind == "intent" and result.error is None:
+        state.record_intent(response)
     if result.decision is not None:
         state.record_decision(step.key, result.decision)
     if result.route_selection is not None:
@@ -96,6 +98,7 @@ def _context(
         severity=severity_of(step, result),
         schema=result.schema,
         http_status=result.http_status,
+        progress=state.progress,
     )
 
 
