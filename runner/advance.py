@@ -316,6 +316,7 @@ def _step_run(claim: Claim, outcome: StepOutcome) -> StepRun:
             actor_name=outcome.actor_name,
             variant=outcome.variant,
             choice=outcome.choice,
+            intent_pattern=claim.state.intent_pattern,
             started_at=outcome.started_at,
             prompt=outcome.prompt,
         )

@@ -134,6 +134,11 @@ class StepRun(models.Model):
     # and variant were chosen when the learner chose them (`engine.Choice.as_json`), else null.
     variant = models.CharField(max_length=200, blank=True, db_default="")
     choice = models.JSONField(null=True, blank=True)
+    # The pattern of the run's latest intent when the step ran (`engine.RunState.intent_pattern`;
+    # "": none): a suffix variant that succeeded is a strategy learned for that pattern, which
+    # `{learned_strategies}` shows to the recipe's later runs (and, when its `learning` shares,
+    # to the runs of its owner's other sharing recipes).
+    intent_pattern = models.CharField(max_length=200, blank=True, db_default="")
     # Validation attempts, classifier trace, decision-tree trace, fallback notice.
     details = models.JSONField(default=dict, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -146,6 +151,13 @@ class StepRun(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["run", "seq", "attempt"], name="unique_step_run_attempt"
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["intent_pattern"],
+                name="step_run_intent_pattern",
+                condition=~models.Q(intent_pattern=""),
             ),
         ]
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
-from django.db.models import BooleanField, Case, Count, Q, Sum, Value, When
+from django.db.models import BooleanField, Case, Count, Q, Subquery, Sum, Value, When
 from django.db.models.functions import Coalesce
 
 from workflows import engine
-from workflows.models import Actor
+from workflows.models import Actor, Recipe
 
 from .. import capacity
 from ..claims import Claim
@@ -148,3 +148,25 @@ def observations(recipe_id: int, step_key: str) -> list[engine.Observation]:
         )
         for alias, variant, judged, latency, cost, tokens_in, tokens_out in rows
     ]
+
+
+MAX_STRATEGY_ROWS = 200
+
+
+def strategies_learned(*, recipe_id: int, pattern: str, share: bool) -> list[str]:
+    """The suffix variants that succeeded for intent `pattern`, newest first: in the recipe's
+    runs, and with `share`, in the runs of its owner's other recipes that share too (never
+    another owner's). Empty without a pattern."""
+    if not pattern:
+        return []
+    rows = (
+        StepRun.objects.executed()
+        .filter(SUCCESS, kind="llm", intent_pattern=pattern)
+        .filter(variant__startswith=engine.SUFFIX_MARK)
+    )
+    own = Q(run__recipe_id=recipe_id)
+    if share:
+        owner = Recipe.objects.filter(pk=recipe_id).values("owner_id")[:1]
+        own |= Q(run__recipe__owner_id=Subquery(owner), run__recipe__learning__share=True)
+    found = rows.filter(own).order_by("-id").values_list("variant", flat=True)
+    return list(dict.fromkeys(found[:MAX_STRATEGY_ROWS]))

@@ -22,6 +22,7 @@ from ..lease import keeper
 from ..model_calls import BudgetExceeded, CallRecord, Purpose
 from ..models import StepRun
 from ..providers import ChatResult, OutputSchema, ProviderError, ProviderTimeoutError
+from .actor_stats import strategies_learned
 from .phases import Phases
 
 
@@ -317,11 +318,24 @@ class Session:
         if feedback is None:
             feedback = claim.next.get("feedback")
         context: Mapping[str, object] = claim.state.template_context(
-            claim.step.key, self.answers, feedback, hits=self.stored_hits, own_hits=self.hits
+            claim.step.key,
+            self.answers,
+            feedback,
+            hits=self.stored_hits,
+            own_hits=self.hits,
+            learned=self.learned_strategies,
         )
         if secrets:
             context = ChainMap({f"secrets.{k}": v for k, v in secrets.items()}, context)
         return engine.render(template, context)
+
+    def learned_strategies(self, pattern: str) -> str:
+        """`{learned_strategies}`: what worked before for the run's intent pattern."""
+        claim = self.claim
+        found = strategies_learned(
+            recipe_id=claim.recipe_id, pattern=pattern, share=claim.graph.learning.share
+        )
+        return engine.format_strategies(found)
 
     def template(self) -> str:
         """The prompt template of the attempt's variant: a declared variant's own, or the

@@ -175,6 +175,7 @@ def test_it_lists_every_condition_type_with_its_operators_fields_and_summary() -
         "fallback_used",
         "attempts",
         "criteria_met",
+        "format_matches",
         "default",
     ]
     assert conditions["field_compare"]["aliases"] == ["check_count"]

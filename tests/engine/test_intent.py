@@ -82,7 +82,85 @@ def test_it_says_what_is_wrong_with_an_unreadable_intent_answer(answer: str, pro
 
 def test_the_normalised_response_reads_back_as_the_same_intent() -> None:
     assert read_intent(READ.response()) == READ
-    assert json.loads(READ.response()) == GOOD
+    assert json.loads(READ.response()) == {
+        **GOOD,
+        "expected_format": "",
+        "quality_requirements": {},
+    }
+
+
+ADAPTIVE = {
+    "intent": "List the first 1000 primes",
+    "dataType": "numbers",
+    "expectedFormat": "raw_data",
+    "successCriteria": ["first 1000", "prime numbers"],
+    "qualityRequirements": {"accuracy": 0.95, "completeness": "95%", "speed": 80},
+}
+
+
+def test_it_reads_the_expected_format_and_quality_requirements_as_adaptive_mode_names_them() -> (
+    None
+):
+    intent = read_intent(f"Sure:\n```json\n{json.dumps(ADAPTIVE)}\n```")
+    assert intent.output_type == "numbers"
+    assert intent.success_criteria == ("first 1000", "prime numbers")
+    assert intent.expected_format == "raw_data"
+    assert intent.quality_requirements == (
+        ("accuracy", 0.95),
+        ("completeness", 0.95),
+        ("speed", 0.8),
+    )
+    assert read_intent(intent.response()) == intent
+    assert json.loads(intent.response())["quality_requirements"] == {
+        "accuracy": 0.95,
+        "completeness": 0.95,
+        "speed": 0.8,
+    }
+
+
+@pytest.mark.parametrize(
+    ("extra", "problem"),
+    [
+        ({"expected_format": 3}, '"expected_format" must be text, got int'),
+        ({"expected_format": "x" * 101}, '"expected_format" is longer than 100 characters'),
+        ({"quality_requirements": [0.9]}, '"quality_requirements" must be an object of shares'),
+        ({"quality_requirements": {"accuracy": "high"}}, '"quality_requirements".accuracy must'),
+        ({"quality_requirements": {"accuracy": 150}}, '"quality_requirements".accuracy must'),
+        ({"quality_requirements": {"accuracy": True}}, '"quality_requirements".accuracy must'),
+    ],
+)
+def test_it_says_what_is_wrong_with_a_format_or_a_quality_requirement(
+    extra: dict[str, object], problem: str
+) -> None:
+    with pytest.raises(AnswerUnreadable) as caught:
+        read_intent(json.dumps({**GOOD, **extra}))
+    assert str(caught.value).startswith(problem)
+
+
+def test_an_intent_without_format_or_requirements_still_reads() -> None:
+    assert read_intent(json.dumps(GOOD)).expected_format == ""
+    assert read_intent(json.dumps(GOOD)).quality_requirements == ()
+
+
+@pytest.mark.parametrize(
+    ("output_type", "expected_format", "pattern"),
+    [
+        ("numbers", "raw_data", "numbers/raw_data"),
+        ("A list of Numbers", "raw data", "list_of_numbers/raw_data"),
+        ("code", "", "code"),
+        ("", "", ""),
+    ],
+)
+def test_the_pattern_names_the_kind_of_request(
+    output_type: str, expected_format: str, pattern: str
+) -> None:
+    assert Intent("x", output_type, ("c",), expected_format).pattern == pattern
+
+
+def test_the_prompt_asks_for_the_format_and_the_quality_requirements() -> None:
+    prompt = intent_prompt("List primes")
+    assert '"expected_format"' in prompt
+    assert '"quality_requirements"' in prompt
 
 
 def test_the_request_is_passed_as_quoted_data() -> None:

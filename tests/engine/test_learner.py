@@ -24,9 +24,12 @@ from workflows.engine.learner import (
     RULE_BEST,
     RULE_EVIDENCE,
     RULE_SAMPLED,
+    STRATEGIES_HEADING,
     Arm,
     LearnerSettings,
     choose,
+    format_strategies,
+    parse_learning,
 )
 from workflows.engine.outcomes import attempt_outcome
 
@@ -142,7 +145,10 @@ def test_every_choice_keeps_its_reason_and_each_arms_evidence() -> None:
         ({"explore": "no"}, "learning.explore: must be true or false, got 'no'"),
         ({"min_evidence": -1}, "learning.min_evidence: must be a whole number from 0 to 1000"),
         ({"half_life": 0}, "learning.half_life: must be a whole number of attempts from 1"),
-        ({"decay": 1}, "learning.decay: unknown field; expected explore, min_evidence, half_life"),
+        (
+            {"decay": 1},
+            "learning.decay: unknown field; expected explore, min_evidence, half_life, share",
+        ),
     ],
 )
 def test_bad_learning_settings_are_refused_with_their_path(learning: object, error: str) -> None:
@@ -286,3 +292,19 @@ def test_a_repeat_keeps_the_actor_and_variant_the_visit_runs_with() -> None:
     state = RunState.start(g, {"topic": "x"})
     decision = decide(g, state, StepResult("s", "wrong", actor="critic", variant="v"))
     assert (decision.kind, decision.actor, decision.variant) == ("repeat", "critic", "v")
+
+
+def test_learned_strategies_are_shown_as_a_heading_and_a_line_each() -> None:
+    assert format_strategies([]) == ""
+    shown = format_strategies(["+ Ask for the data.", "+ Ask  for the data.", "+ Be brief."])
+    assert shown == f"{STRATEGIES_HEADING}\n- Ask for the data.\n- Be brief."
+    assert format_strategies([f"+ tip {n}" for n in range(9)]).count("\n- ") == 5
+
+
+def test_share_is_read_from_the_learning_settings() -> None:
+    errors: list[tuple[str, str]] = []
+    assert parse_learning({"share": True}, lambda p, m: errors.append((p, m))).share is True
+    assert parse_learning({}, lambda p, m: errors.append((p, m))).share is False
+    assert errors == []
+    parse_learning({"share": "yes"}, lambda p, m: errors.append((p, m)))
+    assert errors == [("learning.share", "must be true or false, got 'yes'")]

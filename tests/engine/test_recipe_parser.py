@@ -366,7 +366,8 @@ BAD_DOCUMENTS: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] =
             "attempts, budget, check_count, cites_source, classification_failed, confidence, "
             "content_type, criteria_met, default, error_severity, execution_error, execution_timeout, "
             "fallback_used, "
-            "field_compare, http_status, human_decision, length_check, not, or, pattern_match, retrieval, "
+            "field_compare, format_matches, http_status, human_decision, length_check, not, or, "
+            "pattern_match, retrieval, "
             "route_selected, schema_valid, tool_called, tool_error, tool_result, validation_passed"
         ],
     ),

@@ -66,6 +66,7 @@ def test_it_gives_templates_the_inputs_and_the_latest_answers() -> None:
         "steps.draft.sources": "",
         "steps.review.sources": "",
         "steps.final.sources": "",
+        "learned_strategies": "",
         "feedback": "shorter",
         "sources": "",
     }

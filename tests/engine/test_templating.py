@@ -116,4 +116,22 @@ def test_it_looks_up_a_step_s_answer_only_when_a_template_uses_it() -> None:
         "steps.review.response",
         "steps.review.sources",
         "sources",
+        "learned_strategies",
     ]
+
+
+def test_learned_strategies_are_asked_for_only_when_named_and_empty_without_them() -> None:
+    asked: list[str] = []
+
+    def learned() -> str:
+        asked.append("asked")
+        return "Strategies: ask for data"
+
+    context = TemplateContext({}, ["draft"], lambda key: "", learned=learned)
+    assert render("{steps.draft.response}", context) == ""
+    assert asked == []
+    assert render("Tips: {learned_strategies}", context) == "Tips: Strategies: ask for data"
+    assert render("{learned_strategies}", TemplateContext({}, ["draft"], lambda key: "")) == ""
+    # An input of that name keeps its meaning.
+    named = TemplateContext({"learned_strategies": "mine"}, ["draft"], str, learned=learned)
+    assert render("{learned_strategies}", named) == "mine"

@@ -105,10 +105,11 @@ def test_a_criteria_met_branch_is_taken_with_a_reason_per_criterion(
     steps = {s.step_key: s for s in run.steps.order_by("seq")}
     assert list(steps) == ["understand", "answer", "polish"]
     understand = steps["understand"]
-    assert json.loads(understand.response) == INTENT
-    assert understand.details["intent"] == {**INTENT, "trace": ["attempt 1: read, 2 criteria"]}
+    read = {**INTENT, "expected_format": "", "quality_requirements": {}}
+    assert json.loads(understand.response) == read
+    assert understand.details["intent"] == {**read, "trace": ["attempt 1: read, 2 criteria"]}
     # Later templates read the normalised JSON.
-    assert json.dumps(INTENT, ensure_ascii=False) in steps["answer"].prompt
+    assert json.dumps(read, ensure_ascii=False) in steps["answer"].prompt
 
     client.force_login(owner)
     api = client.get(f"/api/runs/{run.pk}/").json()

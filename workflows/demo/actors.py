@@ -283,6 +283,31 @@ ANALYST: dict[str, Any] = {
     "model": "demo-analyst",
     "config": {
         "rules": [
+            # The intent step (`engine.intent_prompt`) and criteria_met's judge.
+            {
+                "match": "^Analyse the request below",
+                "reply": _json(
+                    {
+                        "intent": "List the first 1000 prime numbers",
+                        "output_type": "numbers",
+                        "expected_format": "raw_data",
+                        "success_criteria": ["exactly 1000 numbers", "all of them prime"],
+                        "quality_requirements": {"accuracy": 0.95, "completeness": 0.95},
+                    }
+                ),
+            },
+            {
+                "match": '(?s)meets each of these success criteria.*TEXT: "2, 3, 5, 7, 11',
+                "reply": "Score: 2\n"
+                + _json(
+                    {
+                        "criteria": [
+                            {"n": 1, "met": True, "why": "1000 numbers"},
+                            {"n": 2, "met": True, "why": "all prime"},
+                        ]
+                    }
+                ),
+            },
             {
                 "match": "^Analyse what the user actually wants",
                 "reply": _json(

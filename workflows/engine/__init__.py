@@ -60,6 +60,7 @@ from workflows.engine.learner import (
     Choice,
     LearnerSettings,
     Observation,
+    format_strategies,
     seeded,
     suffix_variant,
 )
@@ -181,6 +182,7 @@ __all__ = [
     "first_choice",
     "format_cost",
     "format_sources",
+    "format_strategies",
     "http_script_key",
     "judge_prompt",
     "learns",

@@ -2,14 +2,20 @@
 
 An `intent` step asks its model with `intent_prompt`; `read_intent` reads the answer leniently
 (JSON bare, in a code fence or inside prose, reasoning skipped) and checks it strictly (the
-three keys, 1 to MAX_CRITERIA non-empty criteria). `analyse_intent` asks again, saying what was
-wrong, until an answer reads or the attempts run out. The `criteria_met` condition has a judge
-check each criterion against a later answer (`criteria_prompt`, `read_verdicts`).
+three keys, 1 to MAX_CRITERIA non-empty criteria). Two keys are optional, as adaptive mode
+names them: `expected_format` (`expectedFormat`), the form the answer should take, e.g.
+"raw_data", "json", "list"; and `quality_requirements` (`qualityRequirements`), named shares
+from 0 to 1, e.g. {"accuracy": 0.95}; a percentage (95, "95%") is read as its share.
+`analyse_intent` asks again, saying what was wrong, until an answer reads or the attempts run
+out. The `criteria_met` condition has a judge check each criterion against a later answer
+(`criteria_prompt`, `read_verdicts`); `format_matches` checks an answer's form against the
+expected format.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -22,11 +28,23 @@ MAX_CRITERION_CHARS = 500
 DEFAULT_MAX_ATTEMPTS = 3
 MAX_ATTEMPTS_LIMIT = 10
 KEYS = ("intent", "output_type", "success_criteria")
+# The camelCase names adaptive mode's intent object uses, read as their snake_case keys.
+ALIASES = {
+    "outputType": "output_type",
+    "dataType": "output_type",
+    "successCriteria": "success_criteria",
+    "expectedFormat": "expected_format",
+    "qualityRequirements": "quality_requirements",
+}
+MAX_FORMAT_CHARS = 100
+MAX_REQUIREMENTS = 20
 _ANSWER_SHOWN = 60
 ANSWER_FORMAT = (
     '{"intent": "what the request asks for, in one sentence", '
     '"output_type": "the kind of output expected (e.g. code, a list, an essay)", '
-    '"success_criteria": ["a checkable criterion", "another one"]}'
+    '"success_criteria": ["a checkable criterion", "another one"], '
+    '"expected_format": "the form of the answer (e.g. raw_data, json, list, number, code, '
+    'table, prose)", "quality_requirements": {"accuracy": 0.95, "completeness": 0.95}}'
 )
 
 
@@ -37,6 +55,9 @@ class Intent:
     intent: str
     output_type: str
     success_criteria: tuple[str, ...]
+    expected_format: str = ""
+    # Named shares from 0 to 1, in the order the model gave them.
+    quality_requirements: tuple[tuple[str, float], ...] = ()
 
     def as_json(self) -> dict[str, object]:
         """Return the intent as its normalised JSON object."""
@@ -44,7 +65,14 @@ class Intent:
             "intent": self.intent,
             "output_type": self.output_type,
             "success_criteria": list(self.success_criteria),
+            "expected_format": self.expected_format,
+            "quality_requirements": dict(self.quality_requirements),
         }
+
+    @property
+    def pattern(self) -> str:
+        """The intent's pattern: what learned strategies are kept under (`intent_pattern`)."""
+        return intent_pattern(self.output_type, self.expected_format)
 
     def response(self) -> str:
         """Return the intent as the step's response: normalised JSON that templates can show."""
@@ -87,14 +115,87 @@ def read_intent(answer: str) -> Intent:
     objects = json_objects(text)
     if not objects:
         raise AnswerUnreadable(f"the answer holds no JSON object: {shorten(text, _ANSWER_SHOWN)!r}")
-    doc = next((o for o in objects if any(key in o for key in KEYS)), objects[0])
+    found = next((o for o in objects if any(key in o for key in (*KEYS, *ALIASES))), objects[0])
+    doc = {ALIASES.get(key, key): value for key, value in found.items() if key in ALIASES}
+    doc.update((key, value) for key, value in found.items() if key not in ALIASES)
     problems: list[str] = []
     intent = _text(doc, "intent", problems)
     output_type = _text(doc, "output_type", problems)
     criteria = _criteria(doc.get("success_criteria"), problems)
+    expected_format = _format(doc.get("expected_format"), problems)
+    requirements = _requirements(doc.get("quality_requirements"), problems)
     if problems:
         raise AnswerUnreadable("; ".join(problems))
-    return Intent(intent, output_type, criteria)
+    return Intent(intent, output_type, criteria, expected_format, requirements)
+
+
+def _format(value: object, problems: list[str]) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        problems.append(f'"expected_format" must be text, got {type(value).__name__}')
+        return ""
+    if len(value) > MAX_FORMAT_CHARS:
+        problems.append(f'"expected_format" is longer than {MAX_FORMAT_CHARS} characters')
+        return ""
+    return value.strip()
+
+
+def _requirements(value: object, problems: list[str]) -> tuple[tuple[str, float], ...]:
+    key = '"quality_requirements"'
+    if value is None:
+        return ()
+    if not isinstance(value, Mapping):
+        problems.append(f"{key} must be an object of shares, got {type(value).__name__}")
+        return ()
+    if len(value) > MAX_REQUIREMENTS:
+        problems.append(f"{key} has {len(value)} requirements; at most {MAX_REQUIREMENTS}")
+        return ()
+    read: list[tuple[str, float]] = []
+    for name, share in value.items():
+        number = _share(share)
+        if number is None:
+            problems.append(f"{key}.{name} must be a share from 0 to 1, got {share!r}")
+        elif str(name).strip():
+            read.append((str(name).strip(), number))
+    return tuple(read)
+
+
+def _share(value: object) -> float | None:
+    """Read a share: 0.95, 95 or "95%" are all 0.95; None when it is not one."""
+    if isinstance(value, str):
+        text = value.strip()
+        percent = text.endswith("%")
+        try:
+            number = float(text.rstrip("%").strip())
+        except ValueError:
+            return None
+        if percent:
+            number /= 100
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+    else:
+        return None
+    if 1 < number <= 100:
+        number /= 100
+    return number if 0 <= number <= 1 else None
+
+
+def intent_pattern(output_type: str, expected_format: str = "") -> str:
+    """Return the pattern of an intent: its output type and expected format, lowercased, in
+    words joined by `_` (articles dropped), e.g. "a list of numbers", "raw data" ->
+    "list_of_numbers/raw_data". Requests of the same kind share it, whatever they ask in
+    particular (the first 1000 primes, the first 50)."""
+    parts = []
+    for text in (output_type, expected_format):
+        words = [w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _ARTICLES]
+        if words:
+            parts.append("_".join(words))
+    return "/".join(parts)[:MAX_PATTERN_CHARS]
+
+
+_ARTICLES = {"a", "an", "the"}
+MAX_PATTERN_CHARS = 200
 
 
 def _text(doc: Mapping[str, object], key: str, problems: list[str]) -> str:

@@ -54,6 +54,9 @@ class LearnerSettings:
     explore: bool = True
     min_evidence: int = DEFAULT_MIN_EVIDENCE
     half_life: int = DEFAULT_HALF_LIFE
+    # Share the strategies its steps learn with the owner's other sharing recipes, by intent
+    # pattern (`{learned_strategies}`); off: a recipe sees only its own.
+    share: bool = False
 
 
 DEFAULT_SETTINGS = LearnerSettings()
@@ -67,8 +70,11 @@ def parse_learning(value: object, error: Callable[[str, str], None]) -> LearnerS
         error("learning", f"must be an object, got {type(value).__name__}")
         return DEFAULT_SETTINGS
     for key in value:
-        if key not in ("explore", "min_evidence", "half_life"):
-            error(f"learning.{key}", "unknown field; expected explore, min_evidence, half_life")
+        if key not in ("explore", "min_evidence", "half_life", "share"):
+            error(
+                f"learning.{key}",
+                "unknown field; expected explore, min_evidence, half_life, share",
+            )
     explore = value.get("explore", True)
     if not isinstance(explore, bool):
         error("learning.explore", f"must be true or false, got {explore!r}")
@@ -86,7 +92,11 @@ def parse_learning(value: object, error: Callable[[str, str], None]) -> LearnerS
             f"must be a whole number of attempts from 1 to {MAX_HALF_LIFE}, got {half_life!r}",
         )
         half_life = DEFAULT_HALF_LIFE
-    return LearnerSettings(explore, min_evidence, half_life)
+    share = value.get("share", False)
+    if not isinstance(share, bool):
+        error("learning.share", f"must be true or false, got {share!r}")
+        share = False
+    return LearnerSettings(explore, min_evidence, half_life, share)
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,3 +309,20 @@ def _best(
 def seeded(*parts: object) -> random.Random:
     """A random source seeded by `parts` (run, step, attempt): the same parts, the same draws."""
     return random.Random(":".join(str(p) for p in parts))
+
+
+MAX_STRATEGIES_SHOWN = 5
+STRATEGIES_HEADING = "Strategies that worked before for requests like this one:"
+
+
+def format_strategies(strategies: Iterable[str]) -> str:
+    """Show learned strategies (suffix variants, or their text) to a model: a heading and one
+    line each, at most MAX_STRATEGIES_SHOWN; "" when there are none."""
+    lines: dict[str, None] = {}
+    for strategy in strategies:
+        text = strategy.removeprefix(SUFFIX_MARK).strip()
+        if text:
+            lines.setdefault(" ".join(text.split()))
+        if len(lines) == MAX_STRATEGIES_SHOWN:
+            break
+    return "\n".join([STRATEGIES_HEADING, *(f"- {line}" for line in lines)]) if lines else ""

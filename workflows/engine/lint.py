@@ -70,6 +70,7 @@ def lint_recipe(graph: RecipeGraph) -> list[str]:
         warnings += _threshold_out_of_reach(step, path)
         warnings += _equal_priorities(step, path)
         warnings += _failure_caught_first(step, path)
+        warnings += _loop_without_stop(graph, step, path)
     return warnings
 
 
@@ -348,3 +349,29 @@ def _beyond_budget(graph: RecipeGraph, step: StepSpec, path: str) -> list[str]:
                 "the condition holds only when the budget stops the step"
             )
     return warnings
+
+
+# Conditions on what a model says (a progress figure, a score): nothing makes it ever hold.
+_MODEL_SAYS = frozenset({"field_compare", "check_count", "ai_evaluation", "confidence"})
+
+
+def _loop_without_stop(graph: RecipeGraph, step: StepSpec, path: str) -> list[str]:
+    """Warn about a step that loops back to itself or an earlier step, unbounded, and leaves
+    the loop only when a model's figure says so (adaptive mode's "progress: 100")."""
+    order = [s.key for s in graph.steps]
+    here = order.index(step.key)
+    active = step.active_branches
+    back = [b for b in active if b.target in order and order.index(b.target) <= here]
+    exits = [b for b in active if b not in back]
+    if not back or not exits or any(_is_default(b) for b in exits):
+        return []
+    leaves = [c for b in exits for c, _ in _conditions(b.when, "") if not c.conditions]
+    if not leaves or any(c.type not in _MODEL_SAYS for c in leaves):
+        return []
+    names = ", ".join(f"'{b.name}'" for b in exits)
+    return [
+        f"{_branch_path(path, step, back[0])}: loops back to '{back[0].target}' with no bound, "
+        f"and the loop ends only when {names} holds, on a figure a model gives: nothing "
+        "guarantees it ever does, so the step limit may fail the run. Add an exit on "
+        "criteria_met (the run's progress record) or attempts"
+    ]

@@ -61,6 +61,8 @@ def _record(step: StepSpec, kind: StepKind, state: RunState, result: StepResult)
         state.facts = merge_detected(state.facts, result.facts)
     if result.hits is not None:
         state.record_hits(seq)
+    if step.kind == "intent" and result.error is None:
+        state.record_intent(response)
     if result.decision is not None:
         state.record_decision(step.key, result.decision)
     if result.route_selection is not None:
@@ -100,6 +102,7 @@ def _context(
         severity=severity_of(step, result),
         schema=result.schema,
         http_status=result.http_status,
+        progress=state.progress,
     )
 
 

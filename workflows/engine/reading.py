@@ -13,6 +13,7 @@ from workflows.engine.checks import actor_alias_problem, listed
 from workflows.engine.errors import TemplateError
 from workflows.engine.secrets import secret_env_problem
 from workflows.engine.templating import (
+    LEARNED_STRATEGIES_NAME,
     SOURCES_NAME,
     secret_reference,
     step_number,
@@ -122,7 +123,7 @@ class DocumentReader:
                 self.error(path, problem)
 
     def _template_name_problem(self, name: str) -> str | None:
-        if name in ("feedback", SOURCES_NAME) or name in self.input_names:
+        if name in ("feedback", SOURCES_NAME, LEARNED_STRATEGIES_NAME) or name in self.input_names:
             return None
         number = step_number(name)
         if number is not None:

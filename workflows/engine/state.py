@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
 from workflows.engine.answers import json_object
-from workflows.engine.errors import EngineError
+from workflows.engine.errors import AnswerUnreadable, EngineError
 from workflows.engine.graph import RecipeGraph
 from workflows.engine.inputs import resolve_inputs
+from workflows.engine.intent import read_intent
 from workflows.engine.sources import Citation, format_sources
 from workflows.engine.templating import TemplateContext
 from workflows.engine.vocabulary import DEFAULT_MAX_STEPS
@@ -42,6 +44,11 @@ class RunState:
       back to it in this run; `replans`: per (step, branch), how often a REPLANNING branch
       did (`severity.py`). Unlike `retries` they count over the whole run: a branch that goes
       back starts a new visit.
+    - `progress`: per intent step, its criteria and which of them a `criteria_met` judge
+      found met so far in the run (`{"criteria": [...], "met": [...]}`): a loop that builds
+      its answer up stops once every criterion was met by some answer (`criteria_met`).
+    - `intent_pattern`: the pattern of the latest intent an intent step read (`intent.py`),
+      "" before any: what learned strategies are kept under and looked up by.
     """
 
     inputs: dict[str, Any] = field(default_factory=dict)
@@ -65,6 +72,8 @@ class RunState:
     sources_seq: int | None = None
     reclassified: dict[str, int] = field(default_factory=dict)
     replans: dict[str, dict[str, int]] = field(default_factory=dict)
+    progress: dict[str, dict[str, Any]] = field(default_factory=dict)
+    intent_pattern: str = ""
 
     @classmethod
     def start(
@@ -119,6 +128,11 @@ class RunState:
             self.facts = {**base, **parsed} if parsed else dict(base)
         return self.step_count
 
+    def record_intent(self, response: str) -> None:
+        """Note the pattern of the intent an intent step answered (kept when unreadable)."""
+        with suppress(AnswerUnreadable):
+            self.intent_pattern = read_intent(response).pattern
+
     def record_decision(self, step_key: str, decision: str) -> None:
         """Store a reviewer's decision on a human step."""
         self.decisions[step_key] = decision
@@ -167,6 +181,7 @@ class RunState:
         *,
         hits: Callable[[int], Sequence[Citation]] | None = None,
         own_hits: Sequence[Citation] | None = None,
+        learned: Callable[[str], str] | None = None,
     ) -> TemplateContext:
         """Return the names `render` may substitute in the templates of `step_key`.
 
@@ -175,7 +190,8 @@ class RunState:
         run; `feedback`, the validator's feedback on a retry, or "". `sources`: `own_hits`,
         the step's own (when it searched), else the run's latest hits; `steps.KEY.sources` the
         hits of KEY's latest result; each read as `hits(seq)`, formatted, "" when none.
-        `answers` and `hits` are asked only for what a template names.
+        `learned_strategies`: `learned(intent_pattern)`, "" without it.
+        `answers`, `hits` and `learned` are asked only for what a template names.
         """
         if self.step_order and step_key not in self.step_order:
             raise EngineError(f"unknown step '{step_key}'")
@@ -190,7 +206,9 @@ class RunState:
             seq = self.sources_seq if key is None else self.latest_seq.get(key)
             return "" if seq is None or hits is None else format_sources(hits(seq))
 
-        return TemplateContext(self.inputs, self.step_order, answer, feedback or "", sources)
+        pattern = self.intent_pattern
+        shown = None if learned is None else lambda: learned(pattern)
+        return TemplateContext(self.inputs, self.step_order, answer, feedback or "", sources, shown)
 
     def last_answer(self, answers: Callable[[int], str]) -> str:
         """Return the answer of the run's latest result (any step's), or "" before the first."""
@@ -225,6 +243,8 @@ class RunState:
             "sources_seq": self.sources_seq,
             "reclassified": self.reclassified,
             "replans": self.replans,
+            "progress": self.progress,
+            "intent_pattern": self.intent_pattern,
         }
 
     @classmethod
@@ -274,6 +294,8 @@ class RunState:
                 str(step): {str(b): int(n) for b, n in branches.items()}
                 for step, branches in (data.get("replans") or {}).items()
             },
+            progress={str(k): dict(v) for k, v in (data.get("progress") or {}).items()},
+            intent_pattern=str(data.get("intent_pattern") or ""),
         )
 
 

@@ -27,6 +27,9 @@ _SECRET_REFERENCE = re.compile(r"secrets\.([A-Za-z_][A-Za-z0-9_]*)")
 
 # `{sources}`: the hits the step searched, else the run's latest (see `sources.py`).
 SOURCES_NAME = "sources"
+# `{learned_strategies}`: what worked before for requests of the run's intent pattern ("" when
+# nothing has; see `learner.format_strategies`).
+LEARNED_STRATEGIES_NAME = "learned_strategies"
 
 # A template is a tuple of literal strings and (placeholder,) one-tuples, in order.
 _Piece = str | tuple[str]
@@ -137,7 +140,8 @@ class TemplateContext(Mapping[str, object]):
     Inputs by name; `stepN_response` (N is the step's position in `step_order`) and
     `steps.KEY.response`, the step's latest answer as `answer(KEY)` gives it; `feedback`;
     `sources` and `steps.KEY.sources`, the hits as `sources(None)` / `sources(KEY)` format
-    them ("" without `sources`). An answer or a hit is asked for only when a template names
+    them ("" without `sources`); `learned_strategies`, as `learned()` gives them ("" without
+    it). An answer or a hit is asked for only when a template names
     it: a run need not hold them (the runner reads them from their StepRuns).
     """
 
@@ -148,8 +152,10 @@ class TemplateContext(Mapping[str, object]):
         answer: Callable[[str], str],
         feedback: str = "",
         sources: Callable[[str | None], str] | None = None,
+        learned: Callable[[], str] | None = None,
     ) -> None:
         self._inputs = inputs
+        self._learned = learned
         self._order = step_order
         self._keys = frozenset(step_order)
         self._answer = answer
@@ -182,6 +188,8 @@ class TemplateContext(Mapping[str, object]):
         shows, whose = self._sources_key(name)
         if shows:
             return self._sources(whose) if self._sources is not None else ""
+        if name == LEARNED_STRATEGIES_NAME and name not in self._inputs:
+            return self._learned() if self._learned is not None else ""
         return self._inputs[name]
 
     def __contains__(self, name: object) -> bool:
@@ -192,6 +200,7 @@ class TemplateContext(Mapping[str, object]):
             name == "feedback"
             or self._step_key(name) is not None
             or self._sources_key(name)[0]
+            or name == LEARNED_STRATEGIES_NAME
             or name in self._inputs
         )
 
@@ -200,7 +209,7 @@ class TemplateContext(Mapping[str, object]):
         for number, key in enumerate(self._order, start=1):
             names[f"step{number}_response"] = names[f"steps.{key}.response"] = None
             names[f"steps.{key}.sources"] = None
-        names["feedback"] = names[SOURCES_NAME] = None
+        names["feedback"] = names[SOURCES_NAME] = names[LEARNED_STRATEGIES_NAME] = None
         return iter(names)
 
     def __len__(self) -> int:

@@ -219,6 +219,7 @@ class Learning(_Strict):
     explore: bool = True
     min_evidence: int = Field(DEFAULT_MIN_EVIDENCE, ge=0, le=1000)
     half_life: int = Field(DEFAULT_HALF_LIFE, ge=1, le=MAX_HALF_LIFE)
+    share: bool = False
 
 
 # A recipe's secret env var (`workflows/engine/secrets.py`).

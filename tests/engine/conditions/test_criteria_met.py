@@ -344,3 +344,93 @@ def test_lint_names_the_actor_that_will_judge_when_no_evaluator_is_set() -> None
 def test_its_summary_names_the_intent_step_and_the_share() -> None:
     assert condition_summary(when("all")) == "all criteria of understand"
     assert condition_summary(when("at_least", 0.8)) == "criteria of understand ≥ 0.8"
+
+
+def progress_ctx(progress: dict[str, Any], judge: Judge) -> EvalContext:
+    return EvalContext(
+        text="Recursion is…",
+        judge=judge,
+        default_evaluator="writer",
+        answer_of={"understand": INTENT.response()}.get,
+        progress=progress,
+    )
+
+
+FIRST_MET = verdicts(met(1, True), met(2, False), met(3, False))
+OTHERS_MET = verdicts(met(1, False), met(2, True), met(3, True))
+
+
+def test_criteria_met_by_earlier_answers_count_through_the_progress_record() -> None:
+    progress: dict[str, Any] = {}
+    assert (
+        evaluate_condition(parsed(when("all")), progress_ctx(progress, Judge(FIRST_MET)))[0]
+        is False
+    )
+    assert progress == {
+        "understand": {"criteria": list(INTENT.success_criteria), "met": [True, False, False]}
+    }
+    assert evaluate_condition(parsed(when("all")), progress_ctx(progress, Judge(OTHERS_MET))) == (
+        True,
+        "3/3 criteria met (needs all): 1. 'defines recursion' met earlier; "
+        "2. 'gives an example' met; 3. 'is short' met",
+    )
+    assert progress["understand"]["met"] == [True, True, True]
+
+
+def test_so_far_false_judges_the_answer_alone() -> None:
+    progress = {"understand": {"criteria": list(INTENT.success_criteria), "met": [True] * 3}}
+    condition = parsed(when("all", so_far=False))
+    assert evaluate_condition(condition, progress_ctx(progress, Judge(OTHERS_MET)))[0] is False
+
+
+def test_a_record_of_other_criteria_is_started_again() -> None:
+    progress = {"understand": {"criteria": ["something else", "b", "c"], "met": [True] * 3}}
+    assert (
+        evaluate_condition(parsed(when("all")), progress_ctx(progress, Judge(OTHERS_MET)))[0]
+        is False
+    )
+    assert progress["understand"]["met"] == [False, True, True]
+
+
+def _loop(progress_answers: list[str]) -> tuple[RunState, list[str]]:
+    """Run an intent step, then a `work` step looping back to itself through `more` until
+    criteria_met holds; return the state and where each decision went."""
+    doc = recipe(
+        intent_step(),
+        step(
+            "work",
+            branch("done", 1, when("all"), target="@complete"),
+            branch("more", 2, {"type": "default"}, target="work", action="CONTINUE"),
+        ),
+    )
+    recipe_graph = parse_recipe(doc)
+    state = RunState.start(recipe_graph, {"topic": "recursion"})
+    decide(recipe_graph, state, StepResult("understand", INTENT.response()))
+    judge = Judge(*progress_answers)
+    went = []
+    for _ in progress_answers:
+        decision = decide(
+            recipe_graph,
+            state,
+            StepResult("work", "an answer"),
+            judge=judge,
+            answer_of={"understand": INTENT.response()}.get,
+        )
+        went.append(decision.kind)
+        if decision.kind != "goto":
+            break
+    return state, went
+
+
+def test_a_loop_stops_once_every_criterion_has_been_met_by_some_answer() -> None:
+    state, went = _loop([FIRST_MET, OTHERS_MET])
+    assert went == ["goto", "complete"]
+    restored = RunState.from_dict(json.loads(json.dumps(state.to_dict())))
+    assert restored.progress["understand"]["met"] == [True, True, True]
+
+
+def test_it_refuses_a_so_far_that_is_not_a_boolean() -> None:
+    doc = recipe(intent_step(), step("answer", branch("b", 1, when("all", so_far="yes"))))
+    with pytest.raises(RecipeInvalid) as caught:
+        parse_recipe(doc)
+    assert "so_far: must be true or false, got 'yes'" in str(caught.value)

@@ -69,6 +69,9 @@ class EvalContext:
     # What conditions other than judge scores ask a judge once per step result (the
     # verdicts of criteria_met), under a key of the condition's own.
     judged: dict[tuple[str, ...], object] = field(default_factory=dict)
+    # The run's record of criteria met so far (`RunState.progress`), which criteria_met
+    # reads and adds to; None: the caller keeps none (each answer is judged alone).
+    progress: dict[str, dict[str, object]] | None = None
     _tools: ToolCalls | None = field(default=None, init=False, repr=False)
     _content_type: str | None = field(default=None, init=False, repr=False)
     _folded: str | None = field(default=None, init=False, repr=False)

@@ -5,6 +5,12 @@ for all of them, as a numbered list answered with one JSON verdict per criterion
 once per criterion: one call instead of up to twenty, and the judge sees every criterion when
 it weighs each. `all` needs every criterion met; `at_least` a share of them (0 to 1), since
 how many criteria there are is the intent model's choice at run time.
+
+The run keeps a progress record (`RunState.progress`): a criterion met by one answer stays
+met for the later answers of the run, as long as the intent step's criteria stay the same.
+A loop that builds its answer up (adaptive mode's progress check) thus stops once every
+criterion has been met, without a model having to say "100". `so_far: false` judges the
+answer alone.
 """
 
 from __future__ import annotations
@@ -53,11 +59,15 @@ def check(
 ) -> tuple[bool, Any]:
     """Check the intent step (an intent step before this one), the evaluator and the value:
     none for `all`, a share from 0 (exclusive) to 1 for `at_least`."""
-    ok = _check_intent_step(fields.get("intent_step"), f"{path}.intent_step", scope)
+    ok = check_intent_step(fields.get("intent_step"), f"{path}.intent_step", scope)
     evaluator = fields.get("evaluator")
     problem = None if evaluator is None else actor_alias_problem(evaluator, scope.actors)
     if problem:
         scope.error(f"{path}.evaluator", problem)
+        ok = False
+    so_far = fields.get("so_far")
+    if so_far is not None and not isinstance(so_far, bool):
+        scope.error(f"{path}.so_far", f"must be true or false, got {so_far!r}")
         ok = False
     if op == "all":
         if value is not None:
@@ -74,7 +84,7 @@ def check(
     return ok, value
 
 
-def _check_intent_step(key: object, path: str, scope: ConditionScope) -> bool:
+def check_intent_step(key: object, path: str, scope: ConditionScope) -> bool:
     if key is None or key == "":
         scope.error(path, "is required: the key of the intent step whose criteria are checked")
         return False
@@ -122,7 +132,10 @@ def evaluate(condition: Condition, prepared: Any, ctx: EvalContext) -> tuple[boo
     verdicts = _verdicts(ctx, str(evaluator), criteria)
     if isinstance(verdicts, str):
         return False, verdicts
-    met = sum(v.met for v in verdicts)
+    earlier: list[bool] = [False] * len(verdicts)
+    if condition.fields.get("so_far", True) and ctx.progress is not None:
+        earlier = record_progress(ctx.progress, key, criteria, verdicts)
+    met = sum(v.met or before for v, before in zip(verdicts, earlier, strict=True))
     if condition.operator == "all":
         holds, needed = met == len(verdicts), "all"
     else:
@@ -130,10 +143,33 @@ def evaluate(condition: Condition, prepared: Any, ctx: EvalContext) -> tuple[boo
         needed = f"at least {format_number(prepared)} of them"
     head = f"{met}/{len(verdicts)} criteria met (needs {needed})"
     return holds, f"{head}: " + "; ".join(
-        f"{n}. {shorten(v.criterion, _CRITERION_SHOWN)!r} {'met' if v.met else 'not met'}"
+        f"{n}. {shorten(v.criterion, _CRITERION_SHOWN)!r} "
+        + ("met" if v.met else "met earlier" if before else "not met")
         + (f" ({shorten(v.why, _WHY_SHOWN)})" if v.why else "")
-        for n, v in enumerate(verdicts, 1)
+        for n, (v, before) in enumerate(zip(verdicts, earlier, strict=True), 1)
     )
+
+
+def record_progress(
+    progress: dict[str, dict[str, object]],
+    key: str,
+    criteria: tuple[str, ...],
+    verdicts: tuple[Verdict, ...],
+) -> list[bool]:
+    """Add the criteria met now to the run's record for intent step `key`; return which
+    were met before (all False when the record held other criteria: the intent changed)."""
+    kept = progress.get(key) or {}
+    before = kept.get("met") if kept.get("criteria") == list(criteria) else None
+    earlier = (
+        [bool(b) for b in before]
+        if isinstance(before, list) and len(before) == len(criteria)
+        else [False] * len(criteria)
+    )
+    progress[key] = {
+        "criteria": list(criteria),
+        "met": [v.met or b for v, b in zip(verdicts, earlier, strict=True)],
+    }
+    return earlier
 
 
 def _verdicts(
@@ -194,6 +230,14 @@ CONDITION_TYPE = ConditionType(
             help="For at_least: the share of criteria to meet, above 0 and at most 1.",
         ),
         EVALUATOR,
+        FieldSpec(
+            "so_far",
+            "Count earlier answers",
+            "boolean",
+            default=True,
+            help="Count criteria met by the run's earlier answers too (the progress record); "
+            "off: judge this answer alone.",
+        ),
     ),
     summary={"all": "all criteria of {intent_step}", "*": "criteria of {intent_step} ≥ {value}"},
     check=check,

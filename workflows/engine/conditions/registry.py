@@ -21,6 +21,7 @@ from workflows.engine.conditions import (
     execution_timeout,
     fallback_used,
     field_compare,
+    format_matches,
     http_status,
     human_decision,
     length_check,
@@ -62,6 +63,7 @@ TYPES: tuple[ConditionType, ...] = (
     fallback_used.CONDITION_TYPE,
     attempts.CONDITION_TYPE,
     criteria_met.CONDITION_TYPE,
+    format_matches.CONDITION_TYPE,
     default.CONDITION_TYPE,
 )
 _BY_NAME: dict[str, ConditionType] = {

@@ -1,4 +1,5 @@
-"""`intent`: a model turns the request into its intent, output type and success criteria.
+"""`intent`: a model turns the request into its intent, output type and success criteria
+(and, when it gives them, the expected format and quality requirements).
 
 Its response is the intent as normalised JSON (`{steps.KEY.response}` shows it); the
 `criteria_met` condition of a later step has a judge check that step's answer against the
@@ -37,7 +38,8 @@ STEP_KIND = StepKind(
     label="Intent (request → success criteria)",
     help=(
         "A model reads the request and answers its intent, the type of output expected and "
-        f"1 to {MAX_CRITERIA} success criteria, as JSON; an unreadable answer is asked for "
+        f"1 to {MAX_CRITERIA} success criteria, with the expected format and quality "
+        "requirements when it gives them, as JSON; an unreadable answer is asked for "
         "again. Its response is that JSON; criteria_met branches of later steps check an "
         "answer against the criteria."
     ),
