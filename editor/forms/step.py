@@ -443,6 +443,8 @@ class StepForm(forms.Form):
             if data.get("fallback") or "fallback" in old:
                 validation["fallback"] = data["fallback"]
             step["validation"] = validation
+        elif original.get("validation") is False:
+            step["validation"] = False  # kept out of the recipe's `every_step`
         if self._takes_sources(data["kind"]):
             sources = self.sources.sources() if self.sources_posted else original.get("sources")
             if sources:

@@ -11,7 +11,7 @@ import pytest
 
 from tests.engine.builders import graph, recipe, step
 from workflows.engine import RecipeInvalid, Scoring, parse_recipe, run_validation_loop
-from workflows.engine.lint import lint_recipe
+from workflows.engine.lint import lint_errors, lint_recipe
 
 DEFAULT = Scoring()
 ANSWER = "A dragon lived under the old bridge and guarded it."
@@ -143,6 +143,27 @@ def test_the_recipes_validation_validates_no_step_by_itself() -> None:
     assert g.steps[0].validation is None
 
 
+def test_every_step_validates_each_llm_step_without_its_own_and_false_opts_out() -> None:
+    every = {"every_step": True, "threshold": 0.7, "fallback": "Sorry, no good answer."}
+    g = graph(
+        step("plain"),
+        step("own", validation={"threshold": 0.8, "fallback": "-"}),
+        step("out", validation=False),
+        validation=every,
+    )
+    plain, own, out = (s.validation for s in g.steps)
+    assert plain is not None and own is not None
+    assert (plain["threshold"], plain["fallback"]) == (0.7, "Sorry, no good answer.")
+    assert (own["threshold"], own["fallback"]) == (0.8, "-")
+    assert out is None
+    assert lint_recipe(g) == []  # the recipe's fallback is each step's
+
+
+def test_every_step_without_a_fallback_is_refused_on_each_step() -> None:
+    g = graph(step("plain"), validation={"every_step": True})
+    assert any(e.startswith("steps[0].validation.fallback: required") for e in lint_errors(g))
+
+
 @pytest.mark.parametrize(
     ("settings", "recipe_settings", "error"),
     [
@@ -177,7 +198,7 @@ def test_the_recipes_validation_validates_no_step_by_itself() -> None:
             "validation: rule_weight 0.6 and judge_weight 0.6 add up to 1.2; at most 1",
         ),
         ({}, {"judge": "oracle"}, "validation.judge: unknown actor alias 'oracle'"),
-        ({}, {"fallback": "-"}, "validation.fallback: is a step's own"),
+        ({}, {"every_step": "yes"}, "validation.every_step: must be true or false, got 'yes'"),
     ],
 )
 def test_it_refuses_bad_settings_at_their_path(

@@ -103,3 +103,35 @@ def test_a_run_stored_under_the_old_rule_scale_shows_as_recorded(owner: Any) -> 
     web.force_login(owner)
     page = web.get(reverse("run-monitor", args=[run.pk])).content.decode()
     assert "confidence 1.00, rule score 1.00 (0 to 1 scale)" in page
+
+
+def test_every_step_validates_a_step_that_names_no_validation(owner: Any) -> None:
+    ActorFactory(name="cf-writer", config={"replies": ["unused"]})
+    ActorFactory(name="cf-judge", config={"replies": ["unused"]})
+    every = {"every_step": True, "max_attempts": 1, "judge": "judge", "fallback": FALLBACK}
+    recipe = publish_document(
+        owner,
+        {
+            "format": "branchline.recipe/v1",
+            "slug": "every-step",
+            "name": "Every step",
+            "inputs": {},
+            "actors": {"writer": "cf-writer", "judge": "cf-judge"},
+            "validation": every,
+            "steps": [
+                {
+                    "key": "answer",
+                    "name": "Answer",
+                    "actor": "writer",
+                    "prompt": "Explain owls.",
+                    "branches": [branch("end", 999, DEFAULT, "@complete")],
+                }
+            ],
+        },
+    )
+    script = {"writer": [ANSWER], "judge": [verdict(65)]}
+    run = drive(services.run_start(user=owner, recipe=recipe, inputs={}, script=script))
+
+    step = run.steps.get()
+    assert (step.response, step.confidence) == (FALLBACK, pytest.approx(0.605))
+    assert step.details["validation"]["used_fallback"] is True

@@ -95,11 +95,20 @@ class RecipeValidation(_Strict):
     rule_weight: float | None = Field(None, ge=0, le=1)
     judge_weight: float | None = Field(None, ge=0, le=1)
     judge: str | None = None
+    fallback: str | None = None
+    # Validate every llm step without its own `validation` (note 001: every LLM response).
+    every_step: bool = False
 
 
-class Validation(RecipeValidation):
+class Validation(_Strict):
     """A step's validation loop; each unset setting is the recipe's, else note 001's."""
 
+    threshold: float | None = Field(None, ge=0, le=1)
+    max_attempts: int | None = Field(None, ge=1, le=20)
+    rule_base: float | None = Field(None, ge=0, le=1)
+    rule_weight: float | None = Field(None, ge=0, le=1)
+    judge_weight: float | None = Field(None, ge=0, le=1)
+    judge: str | None = None
     fallback: str = ""
 
 
@@ -154,7 +163,7 @@ class Step(_Strict):
     failure_severity: Literal[SEVERITIES] | None = None  # type: ignore[valid-type]
     # names and {"context": N}: checked (with its path) by the engine's parser
     requires: list[str | dict[str, int]] | None = None
-    validation: Validation | None = None
+    validation: Validation | Literal[False] | None = None  # false: out of `every_step`
     position: Position | None = None
     branches: list[Branch] = Field(default_factory=list)
     # decision_tree

@@ -154,10 +154,15 @@ def _validation(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> An
     """Read the validation settings, each unset one the recipe's `validation` default, else
     note 001's (None: the step is not validated)."""
     path = f"{path}.validation"
-    settings = reader.mapping(doc.get("validation"), path)
+    inherited = reader.validation_defaults
+    value = doc.get("validation")
+    if value is False:
+        return None  # this step opts out of the recipe's `every_step`
+    if value is None and inherited.get("every_step"):
+        value = {}  # note 001: every LLM response is validated
+    settings = reader.mapping(value, path)
     if settings is None:
         return None
-    inherited = reader.validation_defaults
     given = read_settings(settings, path, reader.error)
     merged = {**DEFAULTS, **inherited, **given}
     problem = weight_problem(merged["rule_weight"], merged["judge_weight"])
@@ -171,13 +176,16 @@ def _validation(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> An
         judge = inherited.get("judge")
     else:
         judge = reader.actor_alias(settings.get("judge"), f"{path}.judge")
-    fallback = reader.text(settings, "fallback", f"{path}.fallback") or ""
+    fallback = reader.text(settings, "fallback", f"{path}.fallback") or inherited.get(
+        "fallback", ""
+    )
     return {**merged, "judge": judge, "fallback": fallback}
 
 
 def read_recipe_validation(value: object, reader: DocumentReader) -> dict[str, Any]:
     """Read a recipe's `validation`: the defaults of its steps' validation settings (scoring,
-    attempts, judge). It validates no step by itself."""
+    attempts, judge, fallback). It validates no step by itself unless `every_step` is true:
+    then every llm step without its own `validation` (or with `false`) is validated."""
     settings = reader.mapping(value, "validation")
     if settings is None:
         return {}
@@ -186,10 +194,18 @@ def read_recipe_validation(value: object, reader: DocumentReader) -> dict[str, A
     problem = weight_problem(merged["rule_weight"], merged["judge_weight"])
     if problem:
         reader.error("validation", problem)
-    if settings.get("fallback") is not None:
-        reader.error("validation.fallback", "is a step's own: set it in each step's validation")
     judge = reader.actor_alias(settings.get("judge"), "validation.judge")
-    return {**defaults, **({"judge": judge} if judge else {})}
+    if judge:
+        defaults["judge"] = judge
+    fallback = reader.text(settings, "fallback", "validation.fallback")
+    if fallback:
+        defaults["fallback"] = fallback
+    every_step = settings.get("every_step", False)
+    if not isinstance(every_step, bool):
+        reader.error("validation.every_step", f"must be true or false, got {every_step!r}")
+    elif every_step:
+        defaults["every_step"] = True
+    return defaults
 
 
 STEP_KIND = StepKind(
