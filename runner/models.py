@@ -28,7 +28,8 @@ class Run(models.Model):
     script = models.JSONField(null=True, blank=True)
     # How the run was asked to run, beside its inputs: `{"classification": "bypass" | "ask"}`
     # (absent: the CLASSIFICATION_BYPASS setting decides; runner/steps/classify.py).
-    options = models.JSONField(default=dict, blank=True)
+    # (A database default too: the bulk inserts of the index tests write rows without it.)
+    options = models.JSONField(default=dict, blank=True, db_default={})
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.QUEUED)
     outcome = models.CharField(max_length=20, choices=Outcome.choices, blank=True)
     error = models.TextField(blank=True)
