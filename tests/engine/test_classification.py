@@ -113,18 +113,14 @@ def test_it_selects_every_route_in_bypass_mode() -> None:
     assert result.trace == ["bypass: all routes selected (weather, billing, respond)"]
 
 
-def test_a_classification_bypassed_from_outside_selects_only_the_always_active_routes() -> None:
+def test_a_classification_bypassed_from_outside_selects_every_route() -> None:
     def ask(prompt: str) -> str:
         raise AssertionError("a bypassed classification must not ask")
 
     result = classify("Will it rain?", [WEATHER, RESPOND, BILLING], ask, skip_model="a test")
-    assert result.selected == ("respond",)
+    assert result.selected == ("weather", "respond", "billing")
     assert result.failure is None
-    assert result.trace == [
-        "weather: not selected, classification bypassed (a test)",
-        "respond: always active",
-        "billing: not selected, classification bypassed (a test)",
-    ]
+    assert result.trace == ["bypass: a test: all routes selected (weather, respond, billing)"]
 
 
 def test_the_steps_own_bypass_wins_over_one_from_outside() -> None:

@@ -29,7 +29,8 @@ def owner_api(owner: Any) -> Any:
 
 @pytest.fixture
 def recipe(owner: Any) -> Recipe:
-    ActorFactory(name="c-classifier", config={"replies": ['{"selected": true}']})
+    # Asked, the classifier declines billing: only a bypass selects it.
+    ActorFactory(name="c-classifier", config={"replies": ['{"selected": false}']})
     return publish_document(
         owner,
         {
@@ -72,11 +73,11 @@ def test_a_run_started_with_classification_bypass_asks_no_model(
 
     assert run.status == "succeeded", run.error
     assert run.options == {"classification": "bypass"}
-    assert step["details"]["selected"] == ["respond"]
+    assert step["details"]["selected"] == ["billing", "respond"]
     assert step["details"]["bypassed"] == 'the run was started with classification "bypass"'
     assert step["details"]["trace"][0] == (
-        "billing: not selected, classification bypassed (the run was started with "
-        'classification "bypass")'
+        'bypass: the run was started with classification "bypass": all routes selected '
+        "(billing, respond)"
     )
     assert not ModelCall.objects.filter(run=run).exists()
 
@@ -84,7 +85,7 @@ def test_a_run_started_with_classification_bypass_asks_no_model(
 def test_without_the_option_the_model_is_asked(owner_api: Any, recipe: Recipe) -> None:
     run, step = start(owner_api)
 
-    assert step["details"]["selected"] == ["billing", "respond"]
+    assert step["details"]["selected"] == ["respond"]
     assert "bypassed" not in step["details"]
     assert ModelCall.objects.filter(run=run).count() == 1
 
@@ -97,9 +98,9 @@ def test_the_setting_bypasses_every_run_unless_one_asks(
     _, bypassed = start(owner_api)
     _, asked = start(owner_api, classification="ask")
 
-    assert bypassed["details"]["selected"] == ["respond"]
+    assert bypassed["details"]["selected"] == ["billing", "respond"]
     assert bypassed["details"]["bypassed"] == "the CLASSIFICATION_BYPASS setting is on"
-    assert asked["details"]["selected"] == ["billing", "respond"]
+    assert asked["details"]["selected"] == ["respond"]
 
 
 def test_an_unknown_classification_mode_is_refused(owner_api: Any, recipe: Recipe) -> None:
@@ -125,4 +126,4 @@ def test_the_run_form_starts_a_bypassed_run(owner: Any, recipe: Recipe, client: 
     assert response.status_code == 302, response.content.decode()
     run = drive(Run.objects.get())
     assert run.options == {"classification": "bypass"}
-    assert run.steps.get().details["selected"] == ["respond"]
+    assert run.steps.get().details["selected"] == ["billing", "respond"]

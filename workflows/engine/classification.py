@@ -2,8 +2,8 @@
 
 Routes marked `always_active` are selected without asking; `bypass` selects every route.
 A classification bypassed from outside the step (`skip_model`: the deployment's setting or the
-run's option) asks nothing either: it selects the always-active routes only, and its trace
-says why.
+run's option) does the same, as note 004's bypass mode does ("activates all available
+capabilities"), and its trace says why.
 Each other route is one yes/no question. An answer that cannot be read is asked again with
 the reason appended (reclassification), at most `max_reclassify` times. A classification run
 again because a later step failed (an error severity of RECLASSIFICATION) tells the
@@ -169,14 +169,15 @@ def classify(
     """Select the routes that apply to `text`, asking `ask` one question per route.
 
     `feedback`: why the previous selection failed, told to the classifier in each question.
-    `skip_model`: why the model is not asked at all (None: it is); the always-active routes
-    are then selected, and no other.
+    `skip_model`: why the model is not asked at all (None: it is); every route is then
+    selected, as with `bypass`.
 
     Exceptions raised by `ask` (provider errors) propagate: retrying them is the caller's job.
     """
-    if bypass:
+    if bypass or skip_model is not None:
         names = tuple(r.name for r in routes)
-        return Classification(names, [f"bypass: all routes selected ({', '.join(names)})"])
+        why = "" if skip_model is None else f": {skip_model}"
+        return Classification(names, [f"bypass{why}: all routes selected ({', '.join(names)})"])
     selected: list[str] = []
     trace: list[str] = []
     unreadable: list[str] = []
@@ -184,9 +185,6 @@ def classify(
         if route.always_active:
             selected.append(route.name)
             trace.append(f"{route.name}: always active")
-            continue
-        if skip_model is not None:
-            trace.append(f"{route.name}: not selected, classification bypassed ({skip_model})")
             continue
         chosen, line = _ask_route(text, route, ask, max_reclassify, feedback)
         if chosen is None:
