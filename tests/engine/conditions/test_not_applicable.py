@@ -26,7 +26,6 @@ READING_THE_ANSWER: list[tuple[dict[str, Any], str]] = [
     ({"type": "validation_passed", "operator": "equals", "value": False}, "llm"),
     ({"type": "fallback_used", "operator": "equals", "value": False}, "llm"),
     ({"type": "cites_source", "operator": "cites_none"}, "llm"),
-    ({"type": "human_decision", "operator": "user_choice", "value": "approve"}, "human"),
 ]
 
 
@@ -161,3 +160,11 @@ def test_an_error_reaches_the_error_branch_after_the_timeout_branch() -> None:
     decision = decide(g, RunState.start(g, {"topic": "t"}), StepResult("a", error="quota"))
     assert (decision.kind, decision.next_step, decision.branch) == ("goto", "b", "on_error")
     assert decision.evaluations[0].reason == "not applicable: the step failed: quota"
+
+
+def test_a_reviewers_decision_stays_applicable_when_a_later_step_fails() -> None:
+    # human_decision reads the run's latest decision, not the failed step's answer: a
+    # `reject -> @end` branch on the step after the review still ends the run.
+    when = {"type": "human_decision", "operator": "user_choice", "value": "approve"}
+    holds, _ = evaluate_condition(condition(when, kind="human"), failed())
+    assert holds is True

@@ -87,5 +87,4 @@ CONDITION_TYPE = ConditionType(
     prepare=prepare,
     evaluate=evaluate,
     lint=lint,
-    reads_answer=True,
 )
