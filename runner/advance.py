@@ -43,7 +43,9 @@ def advance(run_id: int, *, time_slice: float | None = None, resume_token: str =
     try:
         claim = store.claim(run_id, resume_token=resume_token)
     except store.NotYet as early:
-        # A message before the retry's time (a duplicate, the reaper's): due again then.
+        # A message before the retry's time (a duplicate, the reaper's): due again then,
+        # and the reaper told so, so that a reset `enqueued_at` does not resend every tick.
+        store.mark_waiting(run_id, early.at)
         dispatch.send(run_id, countdown=early.seconds_left())
         return
     except DATABASE_ERRORS as exc:

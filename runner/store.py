@@ -112,6 +112,12 @@ def mark_enqueued(run_id: int) -> None:
     Run.objects.filter(pk=run_id).update(enqueued_at=timezone.now())
 
 
+def mark_waiting(run_id: int, until: datetime) -> None:
+    """Note that the run's message is due at `until` (a retry's delay): the reaper leaves it
+    alone until then."""
+    Run.objects.filter(pk=run_id).update(enqueued_at=until)
+
+
 def mark_unsent(run_id: int) -> None:
     """Note that the run's message did not leave: the reaper sends it at its next tick."""
     Run.objects.filter(pk=run_id).update(enqueued_at=None)

@@ -89,8 +89,11 @@ def _unsafe_pages(session: Session, judge: str, pages: list[str]) -> tuple[list[
             return [], f"the safety judge '{judge}' failed on page {number}: {exc}"
         verdict = read_safety_answer(answer)
         if verdict is None:
-            shown = " ".join(answer.split())[:80]
-            return [], f"the safety judge '{judge}' gave no verdict on page {number}: {shown!r}"
+            # Not quoted: a judge that echoes the page would put what it holds (PII) here.
+            return [], (
+                f"the safety judge '{judge}' gave no verdict on page {number}: its answer "
+                f"({len(answer)} characters) said neither SAFE nor UNSAFE"
+            )
         if verdict:
             unsafe.append(number)
     return unsafe, None

@@ -134,6 +134,16 @@ def test_publish_refuses_an_incapable_alternative_actor() -> None:
     ]
 
 
+def test_publish_refuses_an_incapable_actor_in_a_list_of_alternatives() -> None:
+    alternatives = {"alternative_actor": ["writer", "judge"], "max_retries": 2}
+    retry = branch("retry", 1, WRONG, "RETRY_WITH_DIFFERENT_ACTOR", None, params=alternatives)
+    g = parse_recipe(recipe(step("look", retry, requires=["vision"])))
+    errors = capability_errors(g, {"writer": caps("vision"), "judge": caps()})
+    assert errors == [
+        "steps[0] ('look').branches[0].params.alternative_actor[1]: actor 'judge' lacks vision"
+    ]
+
+
 def test_a_learned_step_needs_one_capable_candidate() -> None:
     doc = recipe(
         step("look", actor="@learned", candidates=["writer", "judge"], requires=["vision"])

@@ -129,7 +129,10 @@ def test_a_judge_with_no_verdict_fails_the_detector_and_the_tree_takes_its_fallb
     route = steps(run)["route"]
     assert route.response == "needs_review"
     failure = route.details["detected"]["detect_failures"]["unsafe_pages"]
-    assert failure == "the safety judge 'moderator' gave no verdict on page 1: 'Hard to say.'"
+    assert failure == (
+        "the safety judge 'moderator' gave no verdict on page 1: its answer (12 characters) "
+        "said neither SAFE nor UNSAFE"
+    )
     (evaluation,) = route.evaluations.all()
     assert evaluation.taken
     assert f"node 1: unsafe_pages not detected: {failure} -> fallback" in evaluation.reason

@@ -36,11 +36,15 @@ def capability_errors(graph: RecipeGraph, offered: Mapping[str, Capabilities | N
         for j, branch in enumerate(step.branches):
             j = branch.source_index if branch.source_index is not None else j
             alternative = branch.params.get("alternative_actor")
-            if isinstance(alternative, str) and alternative in offered:
-                lacking = missing(step.requires, offered.get(alternative))
+            named = [alternative] if isinstance(alternative, str) else alternative
+            for k, alias in enumerate(named if isinstance(named, list) else []):
+                if not isinstance(alias, str) or alias not in offered:
+                    continue
+                lacking = missing(step.requires, offered.get(alias))
                 if lacking:
+                    at = "" if isinstance(alternative, str) else f"[{k}]"
                     errors.append(
-                        f"{where}.branches[{j}].params.alternative_actor: "
-                        f"{lacking_reason(alternative, lacking)}"
+                        f"{where}.branches[{j}].params.alternative_actor{at}: "
+                        f"{lacking_reason(alias, lacking)}"
                     )
     return errors
