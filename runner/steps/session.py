@@ -100,6 +100,7 @@ class Session:
         # The prompt variant the attempt asks with ("": the step's own prompt).
         self.variant = ""
         self._creator: AbstractBaseUser | None = None
+        self._strategies: dict[str, str] = {}  # {learned_strategies} by intent pattern
         # Every call to a model, in order: the step's and its evaluators' (after the step).
         self.model_calls: list[CallRecord] = []
         # Why the run's budget refused a call of the step, once it did.
@@ -330,12 +331,16 @@ class Session:
         return engine.render(template, context)
 
     def learned_strategies(self, pattern: str) -> str:
-        """`{learned_strategies}`: what worked before for the run's intent pattern."""
-        claim = self.claim
-        found = strategies_learned(
-            recipe_id=claim.recipe_id, pattern=pattern, share=claim.graph.learning.share
-        )
-        return engine.format_strategies(found)
+        """`{learned_strategies}`: what worked before for the run's intent pattern (read once
+        a step: each validation attempt renders the prompt again)."""
+        known = self._strategies.get(pattern)
+        if known is None:
+            claim = self.claim
+            found = strategies_learned(
+                recipe_id=claim.recipe_id, pattern=pattern, share=claim.graph.learning.share
+            )
+            known = self._strategies[pattern] = engine.format_strategies(found)
+        return known
 
     def template(self) -> str:
         """The prompt template of the attempt's variant: a declared variant's own, or the
