@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 
 from workflows.engine.intent import MAX_ATTEMPTS_LIMIT as MAX_INTENT_ATTEMPTS
 from workflows.engine.output_schema import MAX_ATTEMPTS as MAX_SCHEMA_ATTEMPTS
+from workflows.engine.self_check import MAX_VALIDATION_ATTEMPTS
 from workflows.validators import HUMAN_PREFIX
 
 from ..catalog import kinds_taking, step_kinds
@@ -76,7 +77,9 @@ class StepForm(forms.Form):
     timeout_s = forms.IntegerField(min_value=1, required=False, label="Timeout (seconds)")
     validation_enabled = forms.BooleanField(required=False, label="Validate the response")
     threshold = forms.FloatField(min_value=0, max_value=1, required=False, initial=0.75)
-    max_attempts = forms.IntegerField(min_value=1, max_value=20, required=False, initial=5)
+    max_attempts = forms.IntegerField(
+        min_value=1, max_value=MAX_VALIDATION_ATTEMPTS, required=False, initial=5
+    )
     judge = forms.ChoiceField(choices=(), required=False)
     fallback = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 2}), required=False, strip=False

@@ -173,6 +173,7 @@ def test_every_step_without_a_fallback_is_refused_on_each_step() -> None:
         ({"judge_weight": True}, None, "steps[0].validation.judge_weight: must be a number"),
         ({"rule_base": 2}, None, "steps[0].validation.rule_base: must be a number from 0 to 1"),
         ({"max_attempts": 2.5}, None, "steps[0].validation.max_attempts: must be a whole number"),
+        ({"max_attempts": 10**9}, None, "steps[0].validation.max_attempts: must be a whole number"),
         (
             {"rule_weight": 0.5, "judge_weight": 0.7},
             None,

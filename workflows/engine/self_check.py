@@ -42,9 +42,14 @@ _FEEDBACK_LINE = re.compile(r"^\W*feedback\W*[:=-]\s*(.+)$", re.IGNORECASE | re.
 TIMES = "\u00d7"  # the multiplication sign, as the note writes the formula
 SCORING_FIELDS: tuple[str, ...] = ("threshold", "rule_base", "rule_weight", "judge_weight")
 # Each numeric setting of a `validation` object (a step's or its recipe's): (low, high, what).
+MAX_VALIDATION_ATTEMPTS = 20  # each attempt is a paid call and a judge's
 _SETTINGS: dict[str, tuple[float, float | None, str]] = {
     "threshold": (0, 1, "a number from 0 to 1"),
-    "max_attempts": (1, None, "a whole number >= 1"),
+    "max_attempts": (
+        1,
+        MAX_VALIDATION_ATTEMPTS,
+        f"a whole number from 1 to {MAX_VALIDATION_ATTEMPTS}",
+    ),
     "rule_base": (0, 1, "a number from 0 to 1 (the rule score of an answer passing every check)"),
     "rule_weight": (0, 1, "a number from 0 to 1"),
     "judge_weight": (0, 1, "a number from 0 to 1"),

@@ -36,6 +36,7 @@ from workflows.engine.learner import (
 from workflows.engine.output_schema import MAX_ATTEMPTS as MAX_SCHEMA_ATTEMPTS
 from workflows.engine.schedules import MAX_SCHEDULES
 from workflows.engine.secrets import MAX_SECRET_ENV_CHARS, SECRET_ENV_PREFIX
+from workflows.engine.self_check import MAX_VALIDATION_ATTEMPTS
 from workflows.engine.severity import SEVERITIES
 from workflows.engine.sources import (
     DEFAULT_MIN_SCORE,
@@ -90,7 +91,7 @@ class RecipeValidation(_Strict):
     unset, note 001's: threshold 0.75, 5 attempts, rule base 0.5, weights 0.3 and 0.7."""
 
     threshold: float | None = Field(None, ge=0, le=1)
-    max_attempts: int | None = Field(None, ge=1, le=20)
+    max_attempts: int | None = Field(None, ge=1, le=MAX_VALIDATION_ATTEMPTS)
     rule_base: float | None = Field(None, ge=0, le=1)
     rule_weight: float | None = Field(None, ge=0, le=1)
     judge_weight: float | None = Field(None, ge=0, le=1)
@@ -104,7 +105,7 @@ class Validation(_Strict):
     """A step's validation loop; each unset setting is the recipe's, else note 001's."""
 
     threshold: float | None = Field(None, ge=0, le=1)
-    max_attempts: int | None = Field(None, ge=1, le=20)
+    max_attempts: int | None = Field(None, ge=1, le=MAX_VALIDATION_ATTEMPTS)
     rule_base: float | None = Field(None, ge=0, le=1)
     rule_weight: float | None = Field(None, ge=0, le=1)
     judge_weight: float | None = Field(None, ge=0, le=1)
