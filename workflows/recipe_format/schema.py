@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from workflows.engine.budget import (
     MAX_CALLS_LIMIT,
@@ -154,6 +154,10 @@ class Variant(_Strict):
     prompt: str = Field(min_length=1)
 
 
+def _no_validation(value: object) -> object:
+    return None if value is False else value
+
+
 class Step(_Strict):
     key: str = Field(min_length=1, max_length=100)
     name: str = Field(min_length=1, max_length=200)
@@ -164,7 +168,8 @@ class Step(_Strict):
     failure_severity: Literal[SEVERITIES] | None = None  # type: ignore[valid-type]
     # names and {"context": N}: checked (with its path) by the engine's parser
     requires: list[str | dict[str, int]] | None = None
-    validation: Validation | Literal[False] | None = None  # false: out of `every_step`
+    # `false`: kept out of the recipe's `every_step` (read as no validation of its own).
+    validation: Annotated[Validation | None, BeforeValidator(_no_validation)] = None
     position: Position | None = None
     branches: list[Branch] = Field(default_factory=list)
     # decision_tree
