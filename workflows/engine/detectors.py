@@ -16,6 +16,7 @@ A step asks for detectors with `detect` (see `read_detect`); the facts they give
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from collections.abc import Collection, Mapping, Sequence
@@ -47,6 +48,7 @@ FAILURES = "detect_failures"
 # The fact each detector gives.
 FACT_OF = {"pii": "pii", "keywords": "keywords", "safety": "unsafe_pages"}
 MAX_KEYWORDS = 500
+MAX_FINDINGS = 1000  # PII findings kept in the facts, whatever the document holds
 MASK = "…"
 
 # Digits in groups split by single spaces or hyphens, not inside a longer number.
@@ -124,17 +126,25 @@ def _iban_in(candidate: str) -> str | None:
 
 
 class _Page:
-    """One page's text and the spans its findings took (a number is one finding)."""
+    """One page's text and the spans its findings took (a number is one finding). The spans
+    taken never overlap, so they are kept sorted and a span is checked against its two
+    neighbours: a page of thousands of numbers stays linear-logarithmic."""
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.taken: list[tuple[int, int]] = []
+        self._starts: list[int] = []
+        self._ends: list[int] = []
 
     def free(self, start: int, end: int) -> bool:
-        return all(end <= s or start >= e for s, e in self.taken)
+        i = bisect.bisect_right(self._starts, start)
+        before_ok = i == 0 or self._ends[i - 1] <= start
+        after_ok = i == len(self._starts) or self._starts[i] >= end
+        return before_ok and after_ok
 
     def take(self, start: int, end: int) -> None:
-        self.taken.append((start, end))
+        i = bisect.bisect_right(self._starts, start)
+        self._starts.insert(i, start)
+        self._ends.insert(i, end)
 
 
 def find_pii(pages: Sequence[str], types: Collection[str] = PII_TYPES) -> list[dict[str, Any]]:
@@ -150,7 +160,9 @@ def find_pii(pages: Sequence[str], types: Collection[str] = PII_TYPES) -> list[d
             {"type": kind, "page": number, "value": value}
             for kind, value in _page_pii(_Page(text), types)
         ]
-    return found
+        if len(found) >= MAX_FINDINGS:
+            break  # the facts of a run stay small; a tree needs the types, not every one
+    return found[:MAX_FINDINGS]
 
 
 def _page_pii(page: _Page, types: Collection[str]) -> list[tuple[str, str]]:
