@@ -48,7 +48,7 @@ FAILURES = "detect_failures"
 # The fact each detector gives.
 FACT_OF = {"pii": "pii", "keywords": "keywords", "safety": "unsafe_pages"}
 MAX_KEYWORDS = 500
-MAX_FINDINGS = 1000  # PII findings kept in the facts, whatever the document holds
+MAX_FINDINGS_PER_TYPE = 200  # PII findings of a type kept in the facts
 MASK = "…"
 
 # Digits in groups split by single spaces or hyphens, not inside a longer number.
@@ -155,14 +155,14 @@ def find_pii(pages: Sequence[str], types: Collection[str] = PII_TYPES) -> list[d
     nothing. An SSN needs its separators (nine bare digits are read as a routing number).
     """
     found: list[dict[str, Any]] = []
+    kept: dict[str, int] = {}
     for number, text in enumerate(pages, start=1):
-        found += [
-            {"type": kind, "page": number, "value": value}
-            for kind, value in _page_pii(_Page(text), types)
-        ]
-        if len(found) >= MAX_FINDINGS:
-            break  # the facts of a run stay small; a tree needs the types, not every one
-    return found[:MAX_FINDINGS]
+        for kind, value in _page_pii(_Page(text), types):
+            # The facts of a run stay small: a tree needs each type, not every finding.
+            kept[kind] = kept.get(kind, 0) + 1
+            if kept[kind] <= MAX_FINDINGS_PER_TYPE:
+                found.append({"type": kind, "page": number, "value": value})
+    return found
 
 
 def _page_pii(page: _Page, types: Collection[str]) -> list[tuple[str, str]]:
