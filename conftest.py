@@ -1,8 +1,11 @@
 """Test-run defaults: the suite runs with DEBUG off, so it needs a throwaway secret key."""
 
 import os
+import tempfile
 
 os.environ.setdefault("SECRET_KEY", "test-only-not-secret")
+# Files given to test runs go to a throwaway folder of this test session.
+os.environ.setdefault("RUN_FILES_ROOT", tempfile.mkdtemp(prefix="branchline-run-files-"))
 # Tests start the workers they need themselves.
 os.environ.setdefault("EMBEDDED_WORKER", "0")
 

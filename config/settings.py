@@ -220,10 +220,32 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# Files given to runs (`runner.models.RunFile`): on the filesystem under RUN_FILES_ROOT unless
+# RUN_FILES_STORAGE names another Django storage backend (its options from
+# RUN_FILES_STORAGE_OPTIONS, a JSON object). Never served from a public URL: the run's views
+# serve them to those who may see the run.
+RUN_FILES_STORAGE = env.str(
+    "RUN_FILES_STORAGE", default="django.core.files.storage.FileSystemStorage"
+)
+_run_files_options = env.json("RUN_FILES_STORAGE_OPTIONS", default={})
+if RUN_FILES_STORAGE.endswith("FileSystemStorage"):
+    _run_files_options.setdefault(
+        "location", env.str("RUN_FILES_ROOT", default=str(BASE_DIR / "run-files"))
+    )
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    "run_files": {"BACKEND": RUN_FILES_STORAGE, "OPTIONS": _run_files_options},
 }
+# A file given to a run: larger is refused (a recipe's `max_bytes` may only lower it). Base64
+# in a JSON body is also bounded by DATA_UPLOAD_MAX_MEMORY_SIZE; multipart uploads are not.
+RUN_FILE_MAX_BYTES = env.int("RUN_FILE_MAX_BYTES", default=20 * 1024 * 1024)
+# Files a user may upload to runs in a minute (API, form and CLI together); more get a 429.
+RUN_FILE_UPLOADS_PER_MINUTE = env.int("RUN_FILE_UPLOADS_PER_MINUTE", default=60)
+# An image's pixels (width x height) at most: Pillow refuses a larger one as a decompression bomb.
+RUN_FILE_MAX_PIXELS = env.int("RUN_FILE_MAX_PIXELS", default=40_000_000)
+# Images an llm step sends to a model at most (a PDF's pages count one each).
+LLM_MAX_IMAGES = env.int("LLM_MAX_IMAGES", default=8)
 
 # Uploaded recipe files and API bodies are capped so a huge payload gets a clear 400/413.
 # Sized for the format's 1,000 steps (MAX_STEPS) at a few kilobytes each, positions included.

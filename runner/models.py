@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.contrib.auth.models import Group
+from django.core.files.storage import Storage, storages
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
@@ -405,3 +408,49 @@ class ActorSlot(models.Model):
 
     def __str__(self) -> str:
         return f"slot of {self.actor} since {self.acquired_at:%H:%M:%S}"
+
+
+def _run_files() -> Storage:
+    return storages["run_files"]
+
+
+def _run_file_path(instance: RunFile, filename: str) -> str:
+    # The stored name is the file's id, never the name it was uploaded with.
+    return f"runs/{instance.run_id}/{instance.id}"
+
+
+class RunFile(models.Model):
+    """A file given to a run as a `file` / `files` input (`runner/run_files.py`).
+
+    The bytes are in the `run_files` storage; the text and pages read from them are here, read
+    once when the file was uploaded, so a template or a detector never converts it again. The
+    run's inputs keep only a reference (`workflows.engine.files.REF_FIELDS`). Deleted with its
+    run; its bytes go with it (`runner/signals.py`).
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="files")
+    input_name = models.CharField(max_length=100)
+    position = models.PositiveSmallIntegerField(default=0, help_text="order in a files input")
+    name = models.CharField(max_length=255, help_text="the uploaded file's base name")
+    media_type = models.CharField(max_length=100)
+    size = models.PositiveBigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    blob = models.FileField(storage=_run_files, upload_to=_run_file_path, max_length=200)
+    text = models.TextField(blank=True)
+    pages = models.JSONField(default=list, blank=True, help_text="the text of each page")
+    image_count = models.PositiveIntegerField(default=0)
+    width = models.PositiveIntegerField(null=True, blank=True, help_text="an image's, in pixels")
+    height = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["input_name", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "input_name", "position"], name="unique_run_file_position"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.input_name}) of run {self.run_id}"

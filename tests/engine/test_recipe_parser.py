@@ -729,7 +729,7 @@ BAD_DOCUMENTS: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] =
         "input with an unknown type",
         lambda d: _set(d, inputs={"topic": {"type": "str"}}),
         [
-            "inputs.topic.type: unknown type 'str'; expected one of: array, boolean, integer, number, object, string"
+            "inputs.topic.type: unknown type 'str'; expected one of: array, boolean, file, files, integer, number, object, string"
         ],
     ),
     (

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from workflows.engine.errors import InputError
+from workflows.engine.files import is_file_type, ref_problem
 
 _PYTHON_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
     "string": (str, "a string"),
@@ -19,6 +20,8 @@ _PYTHON_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
 
 def input_type_problem(kind: str, value: object) -> str | None:
     """Return why `value` is not of the input type `kind`, or None when it is."""
+    if is_file_type(kind):
+        return ref_problem(kind, value)
     wanted, described = _PYTHON_TYPES[kind]
     # bool is an int in Python, but `true` is not a number in a recipe.
     if isinstance(value, bool) and kind != "boolean":

@@ -23,6 +23,8 @@ from workflows.engine.callbacks import parse_callbacks
 from workflows.engine.checks import is_int, is_number, listed
 from workflows.engine.conditions.base import ConditionScope
 from workflows.engine.errors import RecipeInvalid
+from workflows.engine.files import SPEC_FIELDS as FILE_SPEC_FIELDS
+from workflows.engine.files import is_file_type, read_file_spec
 from workflows.engine.graph import RecipeGraph, StepSpec
 from workflows.engine.inputs import input_type_problem
 from workflows.engine.learner import parse_learning
@@ -152,7 +154,13 @@ class _Parser(DocumentReader):
                 self.error(f"{path}.required", "must be true or false")
                 required = False
             parsed: dict[str, Any] = {"type": kind, "required": required}
-            if spec.get("default") is not None:
+            if is_file_type(kind):
+                parsed.update(read_file_spec(spec, path, self, kind))
+            else:
+                for key in FILE_SPEC_FIELDS:
+                    if key in spec:
+                        self.error(f"{path}.{key}", "only a file or files input takes it")
+            if not is_file_type(kind) and spec.get("default") is not None:
                 problem = input_type_problem(kind, spec["default"])
                 if problem:
                     self.error(f"{path}.default", problem)

@@ -68,5 +68,14 @@ DEFAULT_MAX_RETRIES = 3
 DEFAULT_MAX_STEPS = 100
 DEFAULT_MAX_RECLASSIFY = 2
 DEFAULT_HUMAN_OPTIONS: tuple[str, ...] = ("approve", "reject", "revise")
-INPUT_TYPES: tuple[str, ...] = ("string", "number", "integer", "boolean", "object", "array")
+INPUT_TYPES: tuple[str, ...] = (
+    "string",
+    "number",
+    "integer",
+    "boolean",
+    "object",
+    "array",
+    "file",  # one uploaded file (`files.py`)
+    "files",  # several
+)
 FORMAT = "branchline.recipe/v1"

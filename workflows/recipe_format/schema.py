@@ -73,6 +73,10 @@ class InputSpec(_Strict):
     required: bool = False
     default: Any = None
     description: str = ""
+    # File inputs only (`engine/files.py`).
+    accept: list[str] | None = None
+    max_bytes: int | None = Field(default=None, ge=1)
+    max_files: int | None = Field(default=None, ge=1)
 
 
 class Condition(BaseModel):
