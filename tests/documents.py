@@ -1,0 +1,55 @@
+"""Sample documents written when a test needs one: PDFs by fpdf2, images by Pillow.
+
+No binary is checked in: each test says what its document holds.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+from fpdf import FPDF
+from PIL import Image
+
+# A Visa test number: it passes the Luhn check, as the PII detector asks.
+VALID_CARD = "4111 1111 1111 1111"
+
+
+def png(width: int = 64, height: int = 48, color: tuple[int, int, int] = (200, 30, 30)) -> bytes:
+    """A PNG of one color."""
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), color).save(out, format="PNG")
+    return out.getvalue()
+
+
+def jpeg(width: int = 64, height: int = 48) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), (30, 90, 200)).save(out, format="JPEG")
+    return out.getvalue()
+
+
+def pdf(pages: Sequence[str], *, images_on: Sequence[int] = (), title: str = "") -> bytes:
+    """A PDF with a page for each text (lines split on newlines), and a picture on each page
+    numbered (from 1) in `images_on`."""
+    document = FPDF()
+    document.set_auto_page_break(auto=True, margin=15)
+    if title:
+        document.set_title(title)
+    document.set_font("helvetica", size=12)
+    for number, text in enumerate(pages, start=1):
+        document.add_page()
+        for line in text.splitlines() or [""]:
+            document.multi_cell(0, 8, line, new_x="LMARGIN", new_y="NEXT")
+        if number in images_on:
+            document.image(io.BytesIO(png(120, 80)), x=20, y=120, w=60)
+    return bytes(document.output())
+
+
+def encrypted_pdf(text: str = "Secret") -> bytes:
+    """A PDF that opens only with a password."""
+    document = FPDF()
+    document.set_encryption(owner_password="owner", user_password="user")
+    document.set_font("helvetica", size=12)
+    document.add_page()
+    document.cell(0, 10, text)
+    return bytes(document.output())
