@@ -23,11 +23,12 @@ from workflows.apis.pagination import (
     link_header,
     next_link,
 )
-from workflows.apis.schema import WHOLE_NUMBER_MAX, JSONObjectField, StrictText, errors
+from workflows.apis.parsers import JSONParser
+from workflows.apis.schema import JSON, WHOLE_NUMBER_MAX, JSONObjectField, StrictText, errors
 from workflows.selectors import recipe_get
 from workflows.validators import whole_number
 
-from . import compare, human, reruns, review_queue, selectors, services
+from . import compare, file_apis, human, reruns, review_queue, run_files, selectors, services
 from .events import serialize_event
 from .idempotency import HEADER, MAX_KEY_LENGTH, respond_once
 from .inputs import InputsInvalid
@@ -321,9 +322,14 @@ class RunOutput(serializers.ModelSerializer):
 class RunDetailOutput(RunOutput):
     steps = serializers.SerializerMethodField()
     tasks = serializers.SerializerMethodField()
+    files = file_apis.RunFileOutput(
+        many=True,
+        read_only=True,
+        help_text="the files given to its file inputs (GET runs/{id}/files/{file} downloads one)",
+    )
 
     class Meta(RunOutput.Meta):
-        fields = [*RunOutput.Meta.fields, "steps", "tasks"]
+        fields = [*RunOutput.Meta.fields, "files", "steps", "tasks"]
 
     # A run just queued has no steps or tasks yet: its start answers without looking.
     STARTED = "started"
@@ -364,27 +370,45 @@ def refusing_unstartable(start: Callable[[], Response]) -> Callable[[], Response
             return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
         except services.RunNotStartable as exc:
             return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
+        except run_files.TooManyUploads as exc:
+            return Response(
+                {"errors": [str(exc)]},
+                status=status.HTTP_429_TOO_MANY_REQUESTS,
+                headers={"Retry-After": str(exc.retry_after)},
+            )
 
     return answer
 
 
 class RecipeRunsApi(APIView):
+    parser_classes = [JSONParser, file_apis.RunFilesParser]
+
     @extend_schema(
-        request=RunStartInput,
+        request={JSON: RunStartInput, file_apis.MULTIPART: file_apis.MULTIPART_START},
         parameters=[IDEMPOTENCY_KEY],
-        responses={201: RunDetailOutput, **errors(409, 422)},
+        responses={201: RunDetailOutput, **errors(409, 422, 429)},
     )
     def post(self, request: Request, slug: str) -> Response:
-        """Start a run; `script` makes it a dry run with scripted answers per actor alias."""
+        """Start a run; `script` makes it a dry run with scripted answers per actor alias.
+
+        A file input takes an upload: a multipart/form-data field named by the input (repeated
+        for a files input), or in JSON `{"name", "content_base64", "media_type"}`."""
         recipe = recipe_get(user=request.user, slug=slug)
-        data = RunStartInput(data=request.data)
+        asked = request.data
+        uploads: dict[str, Any] = {}
+        if request.content_type.startswith(file_apis.MULTIPART):
+            asked = file_apis.multipart_start(request, recipe)
+            # The uploads join the inputs once the rest of the body has been checked.
+            uploads = {k: v for k, v in asked["inputs"].items() if k in request.FILES}
+            asked["inputs"] = {k: v for k, v in asked["inputs"].items() if k not in uploads}
+        data = RunStartInput(data=asked)
         data.is_valid(raise_exception=True)
 
         def start() -> Response:
             run = services.run_start(
                 user=request.user,
                 recipe=recipe,
-                inputs=data.validated_data["inputs"],
+                inputs={**data.validated_data["inputs"], **uploads},
                 script=data.validated_data.get("script"),
                 version=data.validated_data.get("version"),
                 classification=data.validated_data.get("classification"),

@@ -53,3 +53,19 @@ def encrypted_pdf(text: str = "Secret") -> bytes:
     document.add_page()
     document.cell(0, 10, text)
     return bytes(document.output())
+
+
+def huge_png(width: int = 100_000, height: int = 100_000) -> bytes:
+    """A small PNG whose header declares `width` x `height` pixels (a decompression bomb)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        crc = zlib.crc32(kind + body) & 0xFFFFFFFF
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    pixels = zlib.compress(b"\0" * 64)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    )
