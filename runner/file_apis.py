@@ -7,7 +7,6 @@ import json
 from typing import Any
 
 from django.conf import settings
-from django.core.files.uploadedfile import UploadedFile
 from django.http import FileResponse
 from django.http.multipartparser import MultiPartParser as DjangoMultiPartParser
 from django.http.multipartparser import MultiPartParserError
@@ -27,7 +26,7 @@ from workflows.validators import fields_errors
 from . import selectors, services
 from .inputs import coerce_cli_value
 from .models import RunFile
-from .run_files import Upload, file_response
+from .run_files import file_response, upload_of
 
 MULTIPART = "multipart/form-data"
 # The fields of a multipart run start that are not inputs.
@@ -95,15 +94,6 @@ class RunFilesParser(MultiPartParser):
         return DataAndFiles(data, files)
 
 
-def as_upload(uploaded: UploadedFile) -> Upload:
-    """An uploaded file as `run_files` checks it: read no further than RUN_FILE_MAX_BYTES and
-    one byte (a larger one is refused, and need not be read to its end)."""
-    uploaded.seek(0)
-    data = uploaded.read(int(settings.RUN_FILE_MAX_BYTES) + 1)
-    name = getattr(uploaded, "client_name", None) or uploaded.name or ""
-    return Upload(name, data, uploaded.content_type)
-
-
 def multipart_start(request: Request, recipe: Recipe) -> dict[str, Any]:
     """The run start a multipart form asks for, as the JSON body would give it, its files
     as Uploads in `inputs`."""
@@ -130,7 +120,7 @@ def multipart_start(request: Request, recipe: Recipe) -> dict[str, Any]:
             continue
         inputs[name] = coerce_cli_value(schema.get(name, {}), form.get(name))
     for name in files:
-        uploads = [as_upload(uploaded) for uploaded in files.getlist(name)]
+        uploads = [upload_of(uploaded) for uploaded in files.getlist(name)]
         several = is_file_type(schema.get(name, {}).get("type")) and schema[name]["type"] == "files"
         inputs[name] = uploads if several or len(uploads) > 1 else uploads[0]
     asked["inputs"] = inputs

@@ -29,6 +29,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.core.files.base import ContentFile
 from django.core.files.storage import Storage
+from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
@@ -111,6 +112,16 @@ class TooManyUploads(Exception):
         self.retry_after = retry_after
 
 
+def upload_of(uploaded: UploadedFile) -> Upload:
+    """A file Django received (the API, the run form) as an Upload: read no further than
+    RUN_FILE_MAX_BYTES and one byte (a larger one is refused, and need not be read to its end).
+    Its name is the one the client sent when the parser kept it (`client_name`)."""
+    uploaded.seek(0)
+    data = uploaded.read(int(settings.RUN_FILE_MAX_BYTES) + 1)
+    name = getattr(uploaded, "client_name", None) or uploaded.name or ""
+    return Upload(name, data, uploaded.content_type)
+
+
 # --------------------------------------------------------------------------------------------
 # Checking uploads
 
@@ -135,7 +146,7 @@ def upload_count(schema: Mapping[str, Mapping[str, Any]], inputs: object) -> int
 
 def take_uploads(
     schema: Mapping[str, Mapping[str, Any]], inputs: object
-) -> tuple[object, list[PendingFile]]:
+) -> tuple[Any, list[PendingFile]]:
     """Return `inputs` with each file input's uploads replaced by their refs, and the files to
     store with the run; raise InputsInvalid (`inputs.NAME: ...`) naming every upload refused.
 
@@ -189,10 +200,8 @@ def _take(name: str, position: int, spec: Mapping[str, Any], value: object) -> P
         raise _Refused(problem)
     limit = max_bytes(spec)
     if len(upload.data) > limit:
-        raise _Refused(
-            f"{upload.filename} is {len(upload.data):,} bytes; this input takes at most "
-            f"{limit:,} bytes"
-        )
+        # Not its size: a large upload is read no further than the limit.
+        raise _Refused(f"{upload.filename} is over {limit:,} bytes, the most this input takes")
     try:
         _, media_type = sniff_format(upload.filename, upload.data, upload.content_type)
         if not accepts(spec.get("accept"), media_type):

@@ -382,3 +382,92 @@ def test_deleting_a_run_deletes_its_files_blobs(
         run.delete()
 
     assert not path.exists() and not RunFile.objects.exists()
+
+
+def test_a_fork_owns_copies_of_its_parents_files(
+    owner: Any, papers: Recipe, django_capture_on_commit_callbacks: Any
+) -> None:
+    from runner import reruns
+    from runner.advance import advance
+
+    pdf = documents.pdf(["Only page"])
+    with django_capture_on_commit_callbacks(execute=False):
+        parent = services.run_start(
+            user=owner, recipe=papers, inputs={"doc": Upload("a.pdf", pdf, "application/pdf")}
+        )
+    advance(parent.pk, time_slice=60)
+    original = RunFile.objects.get(run=parent)
+
+    with django_capture_on_commit_callbacks(execute=False):
+        fork = reruns.run_fork(user=owner, run=parent, at_seq=1)
+
+    copy = RunFile.objects.get(run=fork)
+    assert copy.pk != original.pk and copy.blob.name != original.blob.name
+    assert copy.blob.read() == pdf and copy.pages == original.pages == ["Only page"]
+    assert fork.inputs["doc"] == {**parent.inputs["doc"], "file": str(copy.pk)}
+    with django_capture_on_commit_callbacks(execute=True):
+        parent.delete()
+    assert Path(copy.blob.path).exists() and not Path(original.blob.path).exists()
+
+
+def test_a_fork_may_be_given_another_file(owner: Any, papers: Recipe) -> None:
+    from runner import reruns
+    from runner.advance import advance
+
+    parent = services.run_start(
+        user=owner, recipe=papers, inputs={"doc": Upload("a.txt", b"first", "text/plain")}
+    )
+    advance(parent.pk, time_slice=60)
+    other = {"name": "b.txt", "content_base64": b64(b"second")}
+
+    fork = reruns.run_fork(user=owner, run=parent, at_seq=1, inputs={"doc": other})
+
+    assert RunFile.objects.get(run=fork).text == "second"
+    assert fork.inputs["doc"]["name"] == "b.txt"
+
+
+def test_the_cli_uploads_a_file_given_with_at(owner: Any, papers: Recipe, tmp_path: Path) -> None:
+    from django.core.management import call_command
+
+    report = tmp_path / "report.pdf"
+    report.write_bytes(documents.pdf(["One", "Two"]))
+    one, two = tmp_path / "one.txt", tmp_path / "two.txt"
+    one.write_text("uno")
+    two.write_text("dos")
+    out = io.StringIO()
+
+    call_command(
+        "run_recipe",
+        "papers",
+        "--input",
+        f"doc=@{report}",
+        "--input",
+        f"extras=@{one}",
+        "--input",
+        f"extras=@{two}",
+        "--input",
+        "count=4",
+        stdout=out,
+    )
+
+    run = Run.objects.get()
+    assert "queued" in out.getvalue()
+    assert run.inputs["doc"]["pages"] == 2 and run.inputs["count"] == 4
+    assert [ref["name"] for ref in run.inputs["extras"]] == ["one.txt", "two.txt"]
+    assert RunFile.objects.filter(run=run).count() == 3
+
+
+def test_the_cli_names_a_missing_file_and_a_value_without_at(
+    owner: Any, papers: Recipe, tmp_path: Path
+) -> None:
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match=r"--input doc: no file .*missing\.pdf"):
+        call_command("run_recipe", "papers", "--input", f"doc=@{tmp_path / 'missing.pdf'}")
+    with pytest.raises(CommandError, match=r"--input doc: a file input takes @PATH"):
+        call_command("run_recipe", "papers", "--input", "doc=report.pdf")
+    bad = tmp_path / "bad.pdf"
+    bad.write_bytes(b"PK\x03\x04 not a pdf")
+    with pytest.raises(CommandError, match=r"inputs\.doc: bad\.pdf: the file is named \.pdf"):
+        call_command("run_recipe", "papers", "--input", f"doc=@{bad}")
+    assert not Run.objects.exists() and not RunFile.objects.exists()
