@@ -371,13 +371,17 @@ def refusing_unstartable(start: Callable[[], Response]) -> Callable[[], Response
         except services.RunNotStartable as exc:
             return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
         except run_files.TooManyUploads as exc:
-            return Response(
-                {"errors": [str(exc)]},
-                status=status.HTTP_429_TOO_MANY_REQUESTS,
-                headers={"Retry-After": str(exc.retry_after)},
-            )
+            return too_many_uploads(exc)
 
     return answer
+
+
+def too_many_uploads(exc: run_files.TooManyUploads) -> Response:
+    return Response(
+        {"errors": [str(exc)]},
+        status=status.HTTP_429_TOO_MANY_REQUESTS,
+        headers={"Retry-After": str(exc.retry_after)},
+    )
 
 
 class RecipeRunsApi(APIView):
@@ -433,7 +437,7 @@ class RecipeRunBatchApi(APIView):
     @extend_schema(
         request=RunBatchInput,
         parameters=[IDEMPOTENCY_KEY],
-        responses={201: RunBatchOutput, **errors(409, 422)},
+        responses={201: RunBatchOutput, **errors(409, 422, 429)},
     )
     def post(self, request: Request, slug: str) -> Response:
         """Start a run for each item of `runs`, all of them or none: a 400 lists every item's
@@ -557,14 +561,15 @@ class RunForkInput(StrictText, serializers.Serializer):
     inputs = JSONObjectField(
         required=False,
         allow_null=True,
-        help_text="inputs that replace the parent's of those names (null drops one)",
+        help_text="inputs that replace the parent's of those names (null drops one); a file "
+        "input's as {name, content_base64, media_type} (the parent's files are copied)",
     )
     version = _version_field("another published version of the recipe (it must have the steps)")
     script = ScriptField(required=False, allow_null=True, default=None)
 
 
 class RunForkApi(APIView):
-    @extend_schema(request=RunForkInput, responses={201: RunDetailOutput})
+    @extend_schema(request=RunForkInput, responses={201: RunDetailOutput, **errors(429)})
     def post(self, request: Request, run_id: int) -> Response:
         """Start a new run from one of this run's steps: with copies of the steps before it,
         and optionally another answer for it, other inputs, another version or a script.
@@ -587,6 +592,8 @@ class RunForkApi(APIView):
             )
         except reruns.RerunInvalid as exc:
             return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
+        except run_files.TooManyUploads as exc:
+            return too_many_uploads(exc)
         fork = selectors.run_get(user=request.user, run_id=fork.pk)
         return Response(RunDetailOutput(fork).data, status=status.HTTP_201_CREATED)
 

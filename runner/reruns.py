@@ -212,6 +212,7 @@ def run_fork(
     try:
         schema = document.get("inputs", {})
         given_inputs = inputs or {}
+        run_files.take_upload_slots(user, run_files.upload_count(schema, given_inputs))
         uploaded, files = run_files.take_uploads(
             {name: spec for name, spec in schema.items() if name in given_inputs}, given_inputs
         )

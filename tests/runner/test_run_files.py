@@ -471,3 +471,35 @@ def test_the_cli_names_a_missing_file_and_a_value_without_at(
     with pytest.raises(CommandError, match=r"inputs\.doc: bad\.pdf: the file is named \.pdf"):
         call_command("run_recipe", "papers", "--input", f"doc=@{bad}")
     assert not Run.objects.exists() and not RunFile.objects.exists()
+
+
+def test_a_batch_takes_files_in_base64_all_or_none(client: APIClient) -> None:
+    good = {"inputs": {"doc": {"name": "a.txt", "content_base64": b64(b"alpha")}}}
+    bad = {"inputs": {"doc": {"name": "b.pdf", "content_base64": b64(b"not a pdf")}}}
+
+    refused = client.post(f"{RUNS}/batch", {"runs": [good, bad]}, format="json")
+    started = client.post(f"{RUNS}/batch", {"runs": [good, good]}, format="json")
+
+    assert refused.status_code == 400
+    assert refused.json()["errors"] == [
+        "runs[1].inputs.doc: b.pdf: the file is named .pdf but is not a PDF"
+    ]
+    assert started.status_code == 201
+    assert RunFile.objects.count() == 2 and Run.objects.count() == 2
+
+
+def test_a_repeated_upload_with_its_key_is_answered_once(client: APIClient) -> None:
+    first = client.post(
+        RUNS, {"doc": upload("a.txt", b"alpha")}, format="multipart", HTTP_IDEMPOTENCY_KEY="k1"
+    )
+    again = client.post(
+        RUNS, {"doc": upload("a.txt", b"alpha")}, format="multipart", HTTP_IDEMPOTENCY_KEY="k1"
+    )
+    other = client.post(
+        RUNS, {"doc": upload("a.txt", b"other")}, format="multipart", HTTP_IDEMPOTENCY_KEY="k1"
+    )
+
+    assert (first.status_code, again.status_code) == (201, 201)
+    assert again["Idempotent-Replayed"] == "true" and again.json()["id"] == first.json()["id"]
+    assert other.status_code == 422  # another file under the same key
+    assert RunFile.objects.count() == 1
