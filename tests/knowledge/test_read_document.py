@@ -130,6 +130,8 @@ def test_a_file_that_cannot_be_read_safely_is_refused_saying_why(
 
 
 def test_an_image_over_the_pixel_limit_is_refused_before_it_is_decoded() -> None:
-    with override_settings(RUN_FILE_MAX_PIXELS=500):
-        with pytest.raises(ConversionError, match=r"30 x 20 pixels; at most 500 pixels"):
-            read_document("p.png", image_bytes("PNG", 30, 20))
+    with (
+        override_settings(RUN_FILE_MAX_PIXELS=500),
+        pytest.raises(ConversionError, match=r"30 x 20 pixels; at most 500 pixels"),
+    ):
+        read_document("p.png", image_bytes("PNG", 30, 20))
