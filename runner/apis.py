@@ -23,7 +23,7 @@ from workflows.apis.pagination import (
     link_header,
     next_link,
 )
-from workflows.apis.parsers import JSONParser
+from workflows.apis.parsers import FormParser, JSONParser
 from workflows.apis.schema import JSON, WHOLE_NUMBER_MAX, JSONObjectField, StrictText, errors
 from workflows.selectors import recipe_get
 from workflows.validators import whole_number
@@ -385,7 +385,7 @@ def too_many_uploads(exc: run_files.TooManyUploads) -> Response:
 
 
 class RecipeRunsApi(APIView):
-    parser_classes = [JSONParser, file_apis.RunFilesParser]
+    parser_classes = [JSONParser, FormParser, file_apis.RunFilesParser]
 
     @extend_schema(
         request={JSON: RunStartInput, file_apis.MULTIPART: file_apis.MULTIPART_START},
@@ -412,7 +412,9 @@ class RecipeRunsApi(APIView):
             run = services.run_start(
                 user=request.user,
                 recipe=recipe,
-                inputs={**data.validated_data["inputs"], **uploads},
+                inputs={**data.validated_data["inputs"], **uploads}
+                if uploads
+                else data.validated_data["inputs"],
                 script=data.validated_data.get("script"),
                 version=data.validated_data.get("version"),
                 classification=data.validated_data.get("classification"),

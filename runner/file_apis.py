@@ -3,7 +3,6 @@ downloaded (to those who may see the run; anyone else gets a 404, as for the run
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.conf import settings
@@ -19,9 +18,10 @@ from rest_framework.views import APIView
 
 from workflows.apis.errors import InputRefused
 from workflows.apis.parsers import MultiPartParser
-from workflows.engine.files import is_file_type
+from workflows.engine import strict_json
+from workflows.engine.files import FILES
 from workflows.models import Recipe
-from workflows.validators import fields_errors
+from workflows.validators import fields_errors, json_value_errors
 
 from . import selectors, services
 from .inputs import coerce_cli_value
@@ -104,9 +104,11 @@ def multipart_start(request: Request, recipe: Recipe) -> dict[str, Any]:
         if raw in (None, ""):
             continue
         try:
-            asked[field] = json.loads(raw)
-        except ValueError:
+            asked[field] = strict_json(raw)
+        except (ValueError, RecursionError):
             raise ValidationError({field: "must be JSON"}) from None
+        if errors := json_value_errors(asked[field], at=field):
+            raise InputRefused(errors)
     for field in ("version", "classification"):
         if form.get(field) not in (None, ""):
             asked[field] = form.get(field)
@@ -121,7 +123,7 @@ def multipart_start(request: Request, recipe: Recipe) -> dict[str, Any]:
         inputs[name] = coerce_cli_value(schema.get(name, {}), form.get(name))
     for name in files:
         uploads = [upload_of(uploaded) for uploaded in files.getlist(name)]
-        several = is_file_type(schema.get(name, {}).get("type")) and schema[name]["type"] == "files"
+        several = schema.get(name, {}).get("type") == FILES
         inputs[name] = uploads if several or len(uploads) > 1 else uploads[0]
     asked["inputs"] = inputs
     return asked

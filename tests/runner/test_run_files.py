@@ -503,3 +503,23 @@ def test_a_repeated_upload_with_its_key_is_answered_once(client: APIClient) -> N
     assert again["Idempotent-Replayed"] == "true" and again.json()["id"] == first.json()["id"]
     assert other.status_code == 422  # another file under the same key
     assert RunFile.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("inputs", "said"),
+    [
+        ("{not json", "inputs: must be JSON"),
+        ('{"note": "a\\u0000b"}', "inputs.note: contains a NUL character"),
+        ("[1, 2]", "inputs: must be a JSON object of name: value"),
+    ],
+)
+def test_a_multipart_inputs_field_that_is_not_a_json_object_is_a_400(
+    client: APIClient, inputs: str, said: str
+) -> None:
+    answer = client.post(
+        RUNS, {"doc": upload("a.txt", b"a"), "inputs": inputs}, format="multipart"
+    )
+
+    assert answer.status_code == 400
+    assert said in " ".join(answer.json()["errors"]), answer.json()
+    assert not Run.objects.exists() and not RunFile.objects.exists()
