@@ -516,9 +516,7 @@ def test_a_repeated_upload_with_its_key_is_answered_once(client: APIClient) -> N
 def test_a_multipart_inputs_field_that_is_not_a_json_object_is_a_400(
     client: APIClient, inputs: str, said: str
 ) -> None:
-    answer = client.post(
-        RUNS, {"doc": upload("a.txt", b"a"), "inputs": inputs}, format="multipart"
-    )
+    answer = client.post(RUNS, {"doc": upload("a.txt", b"a"), "inputs": inputs}, format="multipart")
 
     assert answer.status_code == 400
     assert said in " ".join(answer.json()["errors"]), answer.json()
