@@ -745,7 +745,8 @@ def _pdf(data: bytes) -> _Read:
         pages = []
         total = 0
         images = 0
-        for page in reader.pages:
+        for number, page in enumerate(reader.pages, start=1):
+            _check_inflation(page, number)
             pages.append((page.extract_text() or "").strip())
             total += len(pages[-1]) + 2
             check_text_length(total)
@@ -757,6 +758,21 @@ def _pdf(data: bytes) -> _Read:
     except Exception as exc:  # pypdf raises many kinds on malformed files
         raise ConversionError(f"the PDF cannot be read: {_reason(exc)}") from None
     return _Read(title, pages, images)
+
+
+def _check_inflation(page: Any, number: int) -> None:
+    """Refuse a page whose content inflates past pypdf's bound (a zip bomb in a PDF): its
+    text extraction would pass over it and read the page as blank."""
+    try:
+        contents = page.get_contents()
+        if contents is not None:
+            contents.get_data()
+    except pypdf.errors.LimitReachedError:
+        raise ConversionError(
+            f"page {number} of the PDF inflates beyond what is read (it may be a zip bomb)"
+        ) from None
+    except Exception:  # anything else is the text extraction's to judge
+        pass
 
 
 # XObjects looked at per page at most: a page's forms may nest, or loop back on themselves.

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.http import FileResponse
 from django.http.multipartparser import MultiPartParser as DjangoMultiPartParser
 from django.http.multipartparser import MultiPartParserError
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import ParseError, ValidationError
@@ -26,32 +27,11 @@ from workflows.validators import fields_errors, json_value_errors
 from . import selectors, services
 from .inputs import coerce_cli_value
 from .models import RunFile
-from .run_files import file_response, upload_of
+from .run_files import SERVED_AS_IS, file_response, upload_of
 
 MULTIPART = "multipart/form-data"
 # The fields of a multipart run start that are not inputs.
 START_FIELDS = ("inputs", "script", "version", "classification")
-
-# The multipart form of a run start, for the schema: any other field is an input, a file field
-# one upload of the input it names (repeated for a files input).
-MULTIPART_START = {
-    "type": "object",
-    "properties": {
-        "inputs": {
-            "type": "string",
-            "description": "the inputs that are not files, as a JSON object (or send each as "
-            "a field of its name)",
-        },
-        "script": {"type": "string", "description": "a dry run's script, as JSON"},
-        "version": {"type": "integer", "minimum": 1},
-        "classification": {"type": "string", "enum": list(services.CLASSIFICATION_MODES)},
-    },
-    "additionalProperties": {
-        "type": "string",
-        "format": "binary",
-        "description": "a file of the input this field names (a files input: repeat the field)",
-    },
-}
 
 
 class _ClientNamesKept(DjangoMultiPartParser):
@@ -163,9 +143,10 @@ class RunFileOutput(serializers.ModelSerializer):
 class RunFileApi(APIView):
     @extend_schema(
         responses={
-            (200, "application/octet-stream"): OpenApiResponse(
+            (200, "application/octet-stream", *sorted(SERVED_AS_IS)): OpenApiResponse(
+                OpenApiTypes.BINARY,
                 description="the file's bytes, as an attachment (a PDF or an image with its own "
-                "type; any other as application/octet-stream)"
+                "type; any other as application/octet-stream)",
             )
         }
     )

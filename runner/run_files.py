@@ -332,7 +332,12 @@ def copies_for(run_id: int, inputs: Mapping[str, Any]) -> tuple[dict[str, Any], 
     pending: list[PendingFile] = []
     for name, value in inputs.items():
         refs = value if isinstance(value, list) else [value]
-        if not refs or not all(isinstance(r, Mapping) and r.get("file") in stored for r in refs):
+        if not refs or not all(
+            isinstance(r, Mapping)
+            and r.get("file") in stored
+            and stored[r["file"]].input_name == name  # the file given to this very input
+            for r in refs
+        ):
             continue
         new_refs = []
         for position, ref in enumerate(refs):

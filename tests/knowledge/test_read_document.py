@@ -108,6 +108,7 @@ def test_an_image_has_no_text_and_its_size_from_its_header(kind: str, media_type
             "the file is named .pdf but is not a PDF (it is a zip archive)",
         ),
         ("photo.pdf", documents.png(), "is not a PDF (it is a PNG image)"),
+        ("inflating.pdf", documents.inflating_pdf(), "page 1 of the PDF inflates beyond"),
         ("fake.png", b"plain text", "is named .png but is not a PNG image"),
         ("bomb.docx", files.inflating_docx(), "(it may be a zip bomb)"),
         ("parts.docx", files.many_parts_docx(), "(it may be a zip bomb)"),

@@ -231,6 +231,7 @@ BAD_UPLOADS = [
     ("secret.pdf", documents.encrypted_pdf(), "encrypted"),
     ("broken.pdf", b"%PDF-1.7\n1 0 obj <<", "the PDF cannot be read"),
     ("bomb.pdf", zip_archive(), "is not a PDF (it is a zip archive)"),
+    ("inflating.pdf", documents.inflating_pdf(), "(it may be a zip bomb)"),
     ("huge.png", documents.huge_png(), "decompression bomb"),
     ("../etc/passwd.txt", b"root", "may not hold a path"),
     ("a/b.txt", b"text", "may not hold a path"),
