@@ -20,14 +20,14 @@ from rest_framework.views import APIView
 from workflows.apis.errors import InputRefused
 from workflows.apis.parsers import MultiPartParser
 from workflows.engine import strict_json
-from workflows.engine.files import FILES
+from workflows.engine.files import DEFAULT_MAX_FILES, FILES
 from workflows.models import Recipe
 from workflows.validators import fields_errors, json_value_errors
 
 from . import selectors, services
 from .inputs import coerce_cli_value
 from .models import RunFile
-from .run_files import SERVED_AS_IS, file_response, upload_of
+from .run_files import SERVED_AS_IS, file_response, max_bytes, upload_of
 
 MULTIPART = "multipart/form-data"
 # The fields of a multipart run start that are not inputs.
@@ -102,8 +102,15 @@ def multipart_start(request: Request, recipe: Recipe) -> dict[str, Any]:
             continue
         inputs[name] = coerce_cli_value(schema.get(name, {}), form.get(name))
     for name in files:
-        uploads = [upload_of(uploaded) for uploaded in files.getlist(name)]
-        several = schema.get(name, {}).get("type") == FILES
+        spec = schema.get(name, {})
+        several = spec.get("type") == FILES
+        # Read no more than the input takes: past its count, a file is refused unread.
+        most = spec.get("max_files", DEFAULT_MAX_FILES) if several else 1
+        limit = max_bytes(spec)
+        uploads = [
+            upload_of(uploaded, limit if position < most else 0)
+            for position, uploaded in enumerate(files.getlist(name))
+        ]
         inputs[name] = uploads if several or len(uploads) > 1 else uploads[0]
     asked["inputs"] = inputs
     return asked

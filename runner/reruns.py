@@ -279,9 +279,9 @@ def run_fork(
         forked_at_seq=at_seq,
         enqueued_at=timezone.now(),
     )
-    with transaction.atomic():
+    with run_files.storing() as keep, transaction.atomic():
         store.start(fork, [events.run_queued(version=pinned.number)], history=history)
-        run_files.attach(fork.pk, files)
+        keep(fork.pk, files)
         dispatch.send_on_commit(fork.pk)
     return fork
 

@@ -19,7 +19,7 @@ import time
 import unicodedata
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -112,12 +112,12 @@ class TooManyUploads(Exception):
         self.retry_after = retry_after
 
 
-def upload_of(uploaded: UploadedFile) -> Upload:
+def upload_of(uploaded: UploadedFile, limit: int | None = None) -> Upload:
     """A file Django received (the API, the run form) as an Upload: read no further than
-    RUN_FILE_MAX_BYTES and one byte (a larger one is refused, and need not be read to its end).
-    Its name is the one the client sent when the parser kept it (`client_name`)."""
+    `limit` (RUN_FILE_MAX_BYTES) and one byte (a larger one is refused, and need not be read to
+    its end). Its name is the one the client sent when the parser kept it (`client_name`)."""
     uploaded.seek(0)
-    data = uploaded.read(int(settings.RUN_FILE_MAX_BYTES) + 1)
+    data = uploaded.read((int(settings.RUN_FILE_MAX_BYTES) if limit is None else limit) + 1)
     name = getattr(uploaded, "client_name", None) or uploaded.name or ""
     return Upload(name, data, uploaded.content_type)
 
@@ -282,42 +282,42 @@ def _storage() -> Storage:
     return RunFile._meta.get_field("blob").storage  # type: ignore[attr-defined, no-any-return]
 
 
-def attach(run_id: int, pending: list[PendingFile]) -> list[RunFile]:
-    """Store the files of a run just inserted: their blobs, and their rows. Call it inside the
-    run's transaction, last: the blobs written are deleted again if it fails."""
-    if not pending:
-        return []
-    with _deleted_on_error() as written:
-        rows = []
-        for file in pending:
-            blob = _storage().save(f"runs/{run_id}/{file.id}", ContentFile(file.data))
-            written.append(blob)
-            rows.append(
-                RunFile(
-                    id=file.id,
-                    run_id=run_id,
-                    input_name=file.input_name,
-                    position=file.position,
-                    name=file.name,
-                    media_type=file.read.media_type,
-                    size=len(file.data),
-                    sha256=hashlib.sha256(file.data).hexdigest(),
-                    blob=blob,
-                    text=file.read.text,
-                    pages=file.read.pages,
-                    image_count=file.read.image_count,
-                    width=file.read.width,
-                    height=file.read.height,
-                )
+def attach(run_id: int, pending: list[PendingFile], written: list[str]) -> list[RunFile]:
+    """Store the files of a run just inserted, in its transaction: their blobs (each name added
+    to `written` once saved), and their rows. Callers go through `storing`."""
+    rows = []
+    for file in pending:
+        blob = _storage().save(f"runs/{run_id}/{file.id}", ContentFile(file.data))
+        written.append(blob)
+        rows.append(
+            RunFile(
+                id=file.id,
+                run_id=run_id,
+                input_name=file.input_name,
+                position=file.position,
+                name=file.name,
+                media_type=file.read.media_type,
+                size=len(file.data),
+                sha256=hashlib.sha256(file.data).hexdigest(),
+                blob=blob,
+                text=file.read.text,
+                pages=file.read.pages,
+                image_count=file.read.image_count,
+                width=file.read.width,
+                height=file.read.height,
             )
-        return RunFile.objects.bulk_create(rows)
+        )
+    return RunFile.objects.bulk_create(rows) if rows else []
 
 
 @contextmanager
-def _deleted_on_error() -> Iterator[list[str]]:
+def storing() -> Iterator[Callable[[int, list[PendingFile]], list[RunFile]]]:
+    """Yield `keep(run_id, pending)`, which stores a run's files; if anything in the block
+    fails, the blobs it wrote are deleted again. Enter it before the run's transaction:
+    `with storing() as keep, transaction.atomic(): ...`, so a rollback leaves no blob."""
     written: list[str] = []
     try:
-        yield written
+        yield lambda run_id, pending: attach(run_id, pending, written)
     except BaseException:
         for name in written:
             _delete_blob(name)

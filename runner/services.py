@@ -214,10 +214,10 @@ def _start_runs(
         files.append(pending)
     if errors:
         raise InputsInvalid(errors)
-    with transaction.atomic():
+    with run_files.storing() as keep, transaction.atomic():
         store.start_many(runs, [events.run_queued(version=pinned.number)])
         for run, pending in zip(runs, files, strict=True):
-            run_files.attach(run.pk, pending)
+            keep(run.pk, pending)
         for run in runs:
             dispatch.send_on_commit(run.pk)
     return runs

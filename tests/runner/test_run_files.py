@@ -522,3 +522,23 @@ def test_a_multipart_inputs_field_that_is_not_a_json_object_is_a_400(
     assert answer.status_code == 400
     assert said in " ".join(answer.json()["errors"]), answer.json()
     assert not Run.objects.exists() and not RunFile.objects.exists()
+
+
+def test_a_start_that_fails_after_its_files_were_written_leaves_no_blob(
+    owner: Any, papers: Recipe, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runner import dispatch
+
+    def broken(run_id: int) -> None:
+        raise RuntimeError("the broker went away")
+
+    monkeypatch.setattr(dispatch, "send_on_commit", broken)
+    before = blobs()
+
+    with pytest.raises(RuntimeError):
+        services.run_start(
+            user=owner, recipe=papers, inputs={"doc": Upload("a.txt", b"alpha", "text/plain")}
+        )
+
+    assert blobs() == before
+    assert not Run.objects.exists() and not RunFile.objects.exists()
