@@ -155,6 +155,7 @@ class _Parser(DocumentReader):
                 required = False
             parsed: dict[str, Any] = {"type": kind, "required": required}
             if is_file_type(kind):
+                self.file_inputs[name] = kind
                 parsed.update(read_file_spec(spec, path, self, kind))
             else:
                 for key in FILE_SPEC_FIELDS:
