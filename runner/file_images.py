@@ -77,13 +77,8 @@ def render_pages(data: bytes, first: int, last: int) -> list[Picture]:
 
 
 def thumbnail(data: bytes, media_type: str) -> Picture:
-    """Return a small copy of an image (a JPEG stays a JPEG, anything else becomes a PNG), or
-    of a PDF's first page."""
-    if media_type == PDF:
-        page = render_pages(data, 1, 1)[0]
-        image = Image.open(io.BytesIO(page.data))
-    else:
-        image = _open_image(data)
+    """Return a small copy of an image: a JPEG stays a JPEG, anything else becomes a PNG."""
+    image = _open_image(data)
     try:
         if media_type == JPEG:
             image.draft("RGB", (THUMBNAIL_SIDE, THUMBNAIL_SIDE))  # decode a scaled JPEG
@@ -91,6 +86,12 @@ def thumbnail(data: bytes, media_type: str) -> Picture:
     except (OSError, ValueError, Image.DecompressionBombError) as exc:
         raise ImageFailed(f"the image could not be read ({exc})") from None
     return _encoded(image, JPEG if media_type == JPEG else PNG)
+
+
+def thumbnail_size(width: int, height: int) -> tuple[int, int]:
+    """Return the size of an image's thumbnail, without reading it."""
+    scale = min(1.0, THUMBNAIL_SIDE / max(width, height, 1))
+    return max(1, round(width * scale)), max(1, round(height * scale))
 
 
 def _open_pdf(data: bytes) -> pypdfium2.PdfDocument:
