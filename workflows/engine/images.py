@@ -92,10 +92,10 @@ def _image(item: object, path: str, reader: DocumentReader) -> ImageSpec | None:
         if unknown:
             reader.error(path, f"unknown field {sorted(unknown)[0]!r}; an item has input, pages")
             return None
-        name = reader.text(item, "input", f"{path}.input", required=True)
-        pages = item.get("pages")
-        if name is None:
+        given = reader.text(item, "input", f"{path}.input", required=True)
+        if given is None:
             return None
+        name, pages = given, item.get("pages")
     else:
         reader.error(path, f"must be a file input name or {{input, pages}}, got {item!r}")
         return None
