@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from django.core.files.base import ContentFile
+from django.test import Client
 from PIL import Image
 
 from runner import services
@@ -157,6 +158,29 @@ def test_an_image_and_a_pdfs_pages_reach_the_model(
     events = json.dumps(list(RunEvent.objects.filter(run=run).values_list("data", flat=True)))
     assert encoded not in events
     assert encoded not in look.prompt
+
+
+def test_the_monitor_says_which_images_the_step_showed(
+    owner: Any, served: str, stub_server: StubServer, client: Client
+) -> None:
+    recipe = publish_document(owner, document(served, ["photo", {"input": "scan", "pages": "2"}]))
+    stub_server.enqueue(reply("Seen."))
+    scan = pdf(["One", "Two"])
+    run = started(
+        owner,
+        recipe,
+        {
+            "photo": ("<b>leaf</b>.png", "image/png", PHOTO),
+            "scan": ("s.pdf", "application/pdf", scan),
+        },
+    )
+    client.force_login(owner)
+
+    html = client.get(f"/runs/{run.pk}/").content.decode()
+
+    assert 'Images shown <span class="muted">(2)</span>' in html
+    assert "&lt;b&gt;leaf&lt;/b&gt;.png <span" in html and "<b>leaf</b>" not in html
+    assert "s.pdf, page 2" in html
 
 
 def test_a_pdf_named_without_pages_shows_every_page(
