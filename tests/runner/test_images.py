@@ -183,6 +183,28 @@ def test_the_monitor_says_which_images_the_step_showed(
     assert "s.pdf, page 2" in html
 
 
+def test_each_answer_of_the_validation_loop_is_shown_the_images_and_its_judge_is_not(
+    owner: Any, served: str, stub_server: StubServer
+) -> None:
+    doc = document(served, ["photo"])
+    doc["steps"][0]["validation"] = {"max_attempts": 2, "threshold": 0.8, "fallback": "?"}
+    recipe = publish_document(owner, doc)
+    low = json.dumps(dict.fromkeys(("relevance", "helpfulness", "accuracy", "completeness"), 5))
+    high = json.dumps(dict.fromkeys(("relevance", "helpfulness", "accuracy", "completeness"), 25))
+    stub_server.enqueue(reply("A square."), reply(low), reply("A green square."), reply(high))
+
+    run = started(owner, recipe, {"photo": ("leaf.png", "image/png", PHOTO)})
+
+    look = steps(run)["look"]
+    assert look.status == StepStatus.SUCCEEDED, look.error
+    assert look.response == "A green square."
+    contents = [sent.json["messages"][-1]["content"] for sent in stub_server.chat_requests]
+    answer, judge, again, judge_again = contents
+    for shown in (answer, again):
+        assert isinstance(shown, list) and shown[1]["type"] == "image_url"
+    assert isinstance(judge, str) and isinstance(judge_again, str)
+
+
 def test_a_pdf_named_without_pages_shows_every_page(
     owner: Any, served: str, stub_server: StubServer
 ) -> None:
