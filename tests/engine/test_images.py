@@ -6,8 +6,17 @@ from typing import Any
 
 import pytest
 
-from tests.engine.builders import recipe, step
-from workflows.engine import Capabilities, RecipeInvalid, capability_errors, parse_recipe
+from tests.engine.builders import branch, recipe, step
+from workflows.engine import (
+    Capabilities,
+    Learning,
+    RecipeInvalid,
+    RunState,
+    StepResult,
+    capability_errors,
+    decide,
+    parse_recipe,
+)
 from workflows.engine.images import ImageSpec, parse_pages
 
 INPUTS = {
@@ -17,6 +26,7 @@ INPUTS = {
     "pile": {"type": "files"},
 }
 VISION = Capabilities(frozenset({"vision"}))
+WRONG = {"type": "pattern_match", "operator": "contains", "value": "wrong"}
 
 
 def with_images(images: object, **fields: Any) -> dict[str, Any]:
@@ -120,3 +130,22 @@ def test_a_learned_step_with_images_needs_a_candidate_that_sees() -> None:
         "steps[0] ('look').images: no candidate actor has it all: actor 'writer' lacks "
         "vision; actor 'judge' lacks vision"
     ]
+
+
+def test_a_retry_with_another_actor_skips_one_that_cannot_see_the_images() -> None:
+    retry = branch("retry", 1, WRONG, "RETRY_WITH_DIFFERENT_ACTOR", None)
+    doc = recipe(
+        step("s", retry, branch("done", 2, target="next"), actor="a", images=["photo"]),
+        step("next", actor="a"),
+        actors={"a": "model-a", "b": "model-b", "c": "model-c"},
+        inputs=INPUTS,
+    )
+    graph = parse_recipe(doc)
+    offered = {"b": Capabilities(frozenset({"tools"})), "c": VISION}
+    learning = Learning(capabilities=lambda aliases: {a: offered.get(a) for a in aliases})
+
+    decision = decide(graph, RunState.start(graph, {}), StepResult("s", "wrong"), learning=learning)
+
+    assert (decision.kind, decision.actor) == ("retry_actor", "c")
+    assert decision.choice is not None
+    assert decision.choice.skipped == (("b", "actor 'b' lacks vision"),)
