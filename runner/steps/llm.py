@@ -5,9 +5,10 @@ with `tools` answers through the tool loop (`tool_loop.py`); its calls are kept 
 `details["tool_calls"]`. Each call to a model is recorded by the session with its purpose
 (the answer, each further validation attempt, the judge); the step's tokens are their sums.
 A step with `images` shows them to its model with each answer's prompt (`images.py`); which
-were sent is kept in `details["images"]`. A step with an `output_schema` answers until an answer meets it (`_structured`); how its
-answers fared is kept in `details["output_schema"]`. How long each phase took (sources, tools,
-build, call, validate, finalise) is kept in `details["execution"]` (`phases.py`).
+were sent is kept in `details["images"]`. A step with an `output_schema` answers until an
+answer meets it (`_structured`); how its answers fared is kept in `details["output_schema"]`.
+How long each phase took (sources, tools, build, call, validate, finalise) is kept in
+`details["execution"]` (`phases.py`).
 """
 
 from __future__ import annotations
