@@ -27,8 +27,9 @@ class DocumentReader:
     """Collect errors while reading; each method reports at the path it is given.
 
     What later parts refer to is filled in as the document is read: `actors` (aliases),
-    `input_names` and `inputs` (each input's parsed spec), `step_count` and `keys` (the step keys), `route_names` (of every classify
-    step), `validation_defaults` (the recipe's `validation`, which steps' settings inherit).
+    `input_names` and `inputs` (each input's parsed spec), `step_count` and `keys` (the step
+    keys), `route_names` (of every classify step), `validation_defaults` (the recipe's
+    `validation`, which steps' settings inherit).
     """
 
     def __init__(self) -> None:

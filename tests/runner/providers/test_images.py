@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 from runner.providers import ChatRequest, ImagePart
 from runner.providers.scripted import ScriptedProvider
@@ -15,8 +16,8 @@ PICTURE = ImagePart("image/png", png(8, 6))
 PHOTO = ImagePart("image/jpeg", jpeg(8, 6))
 
 
-def ask(**options: object) -> ChatRequest:
-    return ChatRequest(prompt="What is in the picture?", model="model-1", **options)  # type: ignore[arg-type]
+def ask(**options: Any) -> ChatRequest:
+    return ChatRequest(prompt="What is in the picture?", model="model-1", **options)
 
 
 def data_url(image: ImagePart) -> str:
