@@ -27,14 +27,16 @@ class DocumentReader:
     """Collect errors while reading; each method reports at the path it is given.
 
     What later parts refer to is filled in as the document is read: `actors` (aliases),
-    `input_names`, `step_count` and `keys` (the step keys), `route_names` (of every classify
-    step), `validation_defaults` (the recipe's `validation`, which steps' settings inherit).
+    `input_names` and `inputs` (each input's parsed spec), `step_count` and `keys` (the step
+    keys), `route_names` (of every classify step), `validation_defaults` (the recipe's
+    `validation`, which steps' settings inherit).
     """
 
     def __init__(self) -> None:
         self.errors: list[str] = []
         self.actors: dict[str, str] = {}
         self.input_names: set[str] = set()
+        self.inputs: dict[str, dict[str, Any]] = {}
         self.step_count = 0
         self.keys: list[str] = []
         self.route_names: set[str] = set()
