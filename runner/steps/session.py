@@ -23,7 +23,13 @@ from ..claims import TOKEN_PUSH_INTERVAL_S, Claim
 from ..lease import keeper
 from ..model_calls import BudgetExceeded, CallRecord, Purpose
 from ..models import RunFile, StepRun
-from ..providers import ChatResult, OutputSchema, ProviderError, ProviderTimeoutError
+from ..providers import (
+    ChatResult,
+    ImagePart,
+    OutputSchema,
+    ProviderError,
+    ProviderTimeoutError,
+)
 from ..run_files import files_of_run
 from .actor_stats import strategies_learned
 from .phases import Phases
@@ -149,6 +155,8 @@ class Session:
         self.executed = False
         # How long each phase of the step took (`phases.py`), for its record.
         self.phases = Phases()
+        # What an llm step's answers are shown beside the prompt (its `images`), once read.
+        self.images: tuple[ImagePart, ...] = ()
 
     def creator(self) -> AbstractBaseUser:
         """Return the user who started the run: the step's searches read what they may."""
@@ -180,10 +188,12 @@ class Session:
         messages: tuple[dict[str, Any], ...] | None = None,
         tools: tuple[dict[str, Any], ...] | None = None,
         output_schema: OutputSchema | None = None,
+        images: tuple[ImagePart, ...] = (),
     ) -> ChatResult:
         """Ask the model of `alias` once; record the call, answered or failed, as `purpose`.
 
-        `output_schema`, when given, is sent to a server that enforces it.
+        `output_schema`, when given, is sent to a server that enforces it; `images` are shown
+        to the model with the prompt (the record keeps only the prompt).
 
         Raise BudgetExceeded before anything is sent (the call is neither made nor counted)
         when it would pass a limit of the run's budget; a failed call is recorded with its
@@ -195,7 +205,16 @@ class Session:
         self._check_budget(actor, prompt, messages, tools)
         with self._slot(actor, float(timeout_s or actors.default_timeout(actor))):
             return self._call(
-                actor, alias, prompt, purpose, timeout_s, on_token, messages, tools, output_schema
+                actor,
+                alias,
+                prompt,
+                purpose,
+                timeout_s,
+                on_token,
+                messages,
+                tools,
+                output_schema,
+                images,
             )
 
     @contextmanager
@@ -245,6 +264,7 @@ class Session:
         messages: tuple[dict[str, Any], ...] | None,
         tools: tuple[dict[str, Any], ...] | None,
         output_schema: OutputSchema | None = None,
+        images: tuple[ImagePart, ...] = (),
     ) -> ChatResult:
         started_at, began = timezone.now(), time.monotonic()
         try:
@@ -258,6 +278,7 @@ class Session:
                     messages=messages,
                     tools=tools,
                     output_schema=output_schema,
+                    images=images,
                 )
                 span.result(result)
         except Exception as exc:

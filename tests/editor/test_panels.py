@@ -115,7 +115,7 @@ class TestStepPanel:
         assert "{files.topic.text}: &#x27;topic&#x27; is not a file input" in checked
         assert "{files.report.pages.2}" not in checked
         refused = htmx_post(web, url, doc, prompt="{files.report.pages.0}").content.decode()
-        assert "{files.report.pages.0}: pages are numbered from 1" in refused
+        assert "{files.report.pages.0}: &#x27;0&#x27; is not a page or a range" in refused
 
 
 class TestBranchPanel:

@@ -152,11 +152,11 @@ def test_a_long_document_is_cut_with_a_line_that_says_so() -> None:
         ("files.doc", "names no part of the file: write {files.doc.text}"),
         ("files.doc.size", "unknown part 'size'; expected one of: text, pages, name"),
         ("files.doc.text.2", "only pages take a page range"),
-        ("files.doc.pages.0", "pages are numbered from 1"),
-        ("files.doc.pages.3-1", "the range 3-1 ends before it starts"),
-        ("files.doc.pages.two", "'two' is not a page range; write N or N-M"),
-        ("files.doc.pages.1-", "'1-' is not a page range"),
-        ("files.doc.pages.1-2-3", "is not a page range"),
+        ("files.doc.pages.0", "'0' is not a page or a range of pages: write N or N-M"),
+        ("files.doc.pages.3-1", "'3-1' is not a page or a range of pages"),
+        ("files.doc.pages.two", "'two' is not a page or a range of pages"),
+        ("files.doc.pages.1-", "'1-' is not a page or a range of pages"),
+        ("files.doc.pages.1-2-3", "is not a page or a range of pages"),
         ("files.doc.name.__class__", "only pages take a page range"),
         ("files.", "is not a file's template name"),
     ],
@@ -225,7 +225,7 @@ def test_a_recipe_may_name_its_file_inputs_documents() -> None:
             "steps[0].prompt: {files.report.text}: there is no file input 'report'; "
             "file inputs: doc, many",
         ),
-        ("{files.doc.pages.0-2}", "steps[0].prompt: {files.doc.pages.0-2}: pages are numbered"),
+        ("{files.doc.pages.0-2}", "steps[0].prompt: {files.doc.pages.0-2}: '0-2' is not a page"),
     ],
 )
 def test_it_refuses_a_template_naming_no_file_input_or_a_malformed_range(

@@ -24,9 +24,9 @@ from workflows.engine.errors import TemplateError
 PREFIX = "files."
 PARTS = ("text", "pages", "name")
 MAX_DOCUMENT_CHARS = 200_000
-MAX_PAGE_NUMBER = 100_000
 _REFERENCE = re.compile(r"files\.([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z_]+)(?:\.(.*))?)?", re.DOTALL)
-_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+))?")
+# A page or a range of pages, as templates and an llm step's `images` write them: "2", "2-4".
+_PAGES = re.compile(r"(?P<first>[1-9][0-9]{0,4})(?:-(?P<last>[1-9][0-9]{0,4}))?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,18 +75,23 @@ def _parse(name: str) -> tuple[FileReference | None, str | None]:
         return FileReference(input_name, part), None
     if part != "pages":
         return None, f"{{{name}}}: only pages take a page range (files.{input_name}.pages.N-M)"
-    numbers = _RANGE.fullmatch(pages)
-    if numbers is None:
+    bounds = parse_pages(pages)
+    if bounds is None:
         return None, (
-            f"{{{name}}}: '{pages}' is not a page range; write N or N-M, pages numbered from 1"
+            f"{{{name}}}: '{pages}' is not a page or a range of pages: write N or N-M, "
+            "numbered from 1, N not after M"
         )
-    first = int(numbers.group(1))
-    last = int(numbers.group(2)) if numbers.group(2) is not None else first
-    if first < 1 or last > MAX_PAGE_NUMBER:
-        return None, f"{{{name}}}: pages are numbered from 1 to {MAX_PAGE_NUMBER:,}"
-    if last < first:
-        return None, f"{{{name}}}: the range {pages} ends before it starts"
-    return FileReference(input_name, part, first, last), None
+    return FileReference(input_name, part, *bounds), None
+
+
+def parse_pages(value: object) -> tuple[int, int] | None:
+    """Return the first and last page of a range ("2" or "2-4"), None if it is not one."""
+    match = _PAGES.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        return None
+    first = int(match["first"])
+    last = int(match["last"] or first)
+    return (first, last) if first <= last else None
 
 
 def is_file_name(name: str) -> bool:

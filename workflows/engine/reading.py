@@ -22,21 +22,23 @@ from workflows.engine.templating import (
     step_sources_reference,
     template_names,
 )
+from workflows.engine.vocabulary import FILE_INPUT_TYPES
 
 
 class DocumentReader:
     """Collect errors while reading; each method reports at the path it is given.
 
     What later parts refer to is filled in as the document is read: `actors` (aliases),
-    `input_names` (and `file_inputs`: each file input's type, file or files), `step_count` and `keys` (the step keys), `route_names` (of every classify
-    step), `validation_defaults` (the recipe's `validation`, which steps' settings inherit).
+    `input_names` and `inputs` (each input's parsed spec), `step_count` and `keys` (the step
+    keys), `route_names` (of every classify step), `validation_defaults` (the recipe's
+    `validation`, which steps' settings inherit).
     """
 
     def __init__(self) -> None:
         self.errors: list[str] = []
         self.actors: dict[str, str] = {}
         self.input_names: set[str] = set()
-        self.file_inputs: dict[str, str] = {}
+        self.inputs: dict[str, dict[str, Any]] = {}
         self.step_count = 0
         self.keys: list[str] = []
         self.route_names: set[str] = set()
@@ -147,11 +149,14 @@ class DocumentReader:
         """Return why `name` is not a file or files input of the recipe, or None when it is."""
         if not isinstance(name, str):
             return f"must be the name of a file input, got {type(name).__name__}"
-        if name in self.file_inputs:
+        if self.inputs.get(name, {}).get("type") in FILE_INPUT_TYPES:
             return None
+        if name in self.input_names and name not in self.inputs:
+            return None  # its spec is wrong, and reported so
         if name in self.input_names:
             return f'\'{name}\' is not a file input (give it "type": "file" or "files")'
-        return f"there is no file input '{name}'; file inputs: {listed(self.file_inputs)}"
+        files = [n for n, spec in self.inputs.items() if spec.get("type") in FILE_INPUT_TYPES]
+        return f"there is no file input '{name}'; file inputs: {listed(files)}"
 
 
 def _secret_problem(name: str, secrets: Collection[str] | None) -> str | None:
