@@ -15,6 +15,7 @@ prompt that quotes a long document stays within what a model reads.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -38,10 +39,6 @@ class FileReference:
     first: int | None = None
     last: int | None = None
 
-    @property
-    def shows_range(self) -> bool:
-        return self.first is not None
-
 
 @dataclass(frozen=True, slots=True)
 class DocumentText:
@@ -59,6 +56,7 @@ class DocumentText:
         return cls(name=name, text=text or "\n\n".join(kept), pages=kept)
 
 
+@functools.lru_cache(maxsize=1024)
 def _parse(name: str) -> tuple[FileReference | None, str | None]:
     found = _REFERENCE.fullmatch(name)
     if found is None:
