@@ -6,7 +6,7 @@ import pytest
 
 from editor.forms.document import DocumentContext
 from editor.forms.step import StepForm
-from workflows.models import Recipe
+from workflows.models import Actor, Recipe
 
 from .conftest import story_document
 from .test_forms import step_data
@@ -38,6 +38,8 @@ def test_the_step_form_shows_and_writes_the_images_of_a_step(story: Recipe) -> N
     doc = story_document()
     doc["inputs"]["photo"] = {"type": "file", "accept": ["image/*"]}
     doc["steps"][0]["images"] = ["photo"]
+    # Images need an actor that declares vision.
+    Actor.objects.filter(name=doc["actors"]["writer"]).update(capabilities=["vision"])
     context = DocumentContext(doc)
     assert StepForm.initial_from(doc["steps"][0])["images"] == ["photo"]
 

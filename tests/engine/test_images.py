@@ -150,3 +150,16 @@ def test_a_retry_with_another_actor_skips_one_that_cannot_see_the_images() -> No
     assert (decision.kind, decision.actor) == ("retry_actor", "c")
     assert decision.choice is not None
     assert decision.choice.skipped == (("b", "actor 'b' lacks vision"),)
+
+
+def test_publish_refuses_images_for_an_actor_that_declares_no_capabilities() -> None:
+    # Not declared is taken to meet a step's `requires`, but a model shown images it cannot
+    # see fails every run: images need vision declared.
+    graph = parse_recipe(with_images(["photo"]))
+    assert capability_errors(graph, {"writer": None}) == [
+        "steps[0] ('look').images: actor 'writer' lacks vision"
+    ]
+    required = parse_recipe(with_images(["photo"], requires=["vision", "tools"]))
+    assert capability_errors(required, {"writer": None}) == [
+        "steps[0] ('look').requires: actor 'writer' lacks vision"
+    ]

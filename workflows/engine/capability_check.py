@@ -11,11 +11,15 @@ from workflows.engine.graph import RecipeGraph, StepSpec
 from workflows.engine.images import NEEDS as IMAGES_NEED
 from workflows.engine.vocabulary import LEARNED
 
+# What an actor that declares no capabilities is taken to have when it must show images.
+EMPTY = Capabilities(frozenset())
+
 
 def capability_errors(graph: RecipeGraph, offered: Mapping[str, Capabilities | None]) -> list[str]:
     """Return the publish errors of steps whose actors lack what they need.
 
-    `offered`: each model alias's capabilities (None or absent: not declared). A step's own
+    `offered`: each model alias's capabilities (None or absent: not declared, so not checked,
+    except for images: an actor shows images only when it declares vision). A step's own
     actor and a retry's `alternative_actor` must have every requirement; a `@learned` step
     needs at least one candidate that has (the others are skipped when it chooses). What the
     step's `requires` names is reported there, the vision its `images` need at `images`.
@@ -23,17 +27,28 @@ def capability_errors(graph: RecipeGraph, offered: Mapping[str, Capabilities | N
     errors: list[str] = []
     for i, step in enumerate(graph.steps):
         where = f"steps[{i}] ('{step.key}')"
-        for field, required in _needs(step):
-            errors += _errors(graph, step, offered, f"{where}.{field}", required)
+        for field, required, must_declare in _needs(step):
+            # A model shown images it cannot see fails every run: images need vision declared.
+            has = _declared(offered) if must_declare else offered
+            errors += _errors(graph, step, has, f"{where}.{field}", required)
     return errors
 
 
-def _needs(step: StepSpec) -> list[tuple[str, Capabilities]]:
-    """Each field of the step that needs something of its actor, and what it needs."""
-    needs = [("requires", step.requires)] if step.requires else []
-    if step.images and not IMAGES_NEED.names <= step.requires.names:
-        needs.append(("images", IMAGES_NEED))
-    return needs
+def _declared(offered: Mapping[str, Capabilities | None]) -> dict[str, Capabilities | None]:
+    """`offered`, with an actor that declares nothing taken to have nothing."""
+    return {alias: EMPTY if has is None else has for alias, has in offered.items()}
+
+
+def _needs(step: StepSpec) -> list[tuple[str, Capabilities, bool]]:
+    """Each field of the step that needs something of its actor, what it needs, and whether
+    the actor must declare it (vision for images) rather than be taken to have it."""
+    if not step.images:
+        return [("requires", step.requires, False)] if step.requires else []
+    # Vision, when the step requires it too, is reported where the recipe asks for it.
+    field = "requires" if IMAGES_NEED.names <= step.requires.names else "images"
+    rest = Capabilities(step.requires.names - IMAGES_NEED.names, step.requires.context)
+    needs = [("requires", rest, False)] if rest else []
+    return [*needs, (field, IMAGES_NEED, True)]
 
 
 def _errors(
