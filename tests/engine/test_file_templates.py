@@ -129,12 +129,17 @@ def test_a_page_past_a_documents_end_is_an_error_naming_the_range(
     assert caught.value.message.startswith(message)
 
 
-@pytest.mark.parametrize(
-    "template", ["{files.topic.text}", "{files.nothing.text}", "{files.absent.text}"]
-)
+@pytest.mark.parametrize("template", ["{files.topic.text}", "{files.nothing.text}"])
 def test_a_name_that_is_no_file_input_of_the_run_is_unknown_at_render(template: str) -> None:
     with pytest.raises(TemplateError, match="unknown template name"):
         render(template, CONTEXT)
+
+
+def test_an_optional_file_input_given_no_file_is_an_error_that_says_so() -> None:
+    with pytest.raises(TemplateError) as caught:
+        render("{files.absent.text}", CONTEXT)
+
+    assert caught.value.message == "{files.absent.text}: the run was given no file for 'absent'"
 
 
 def test_a_long_document_is_cut_with_a_line_that_says_so() -> None:

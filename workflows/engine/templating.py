@@ -211,8 +211,12 @@ class TemplateContext(Mapping[str, object]):
         reference = file_reference(name)
         if reference is not None:
             several = self._file_inputs.get(reference.input)
-            if several is None or reference.input not in self._inputs or self._documents is None:
+            if several is None or self._documents is None:
                 raise KeyError(name)
+            if reference.input not in self._inputs:
+                raise TemplateError(
+                    name, f"{{{name}}}: the run was given no file for '{reference.input}'"
+                )
             documents = self._documents(reference.input)
             return render_file_reference(reference, documents, name, several=several)
         if name in self._file_inputs:
