@@ -222,13 +222,13 @@ def test_a_recipe_may_name_its_file_inputs_documents() -> None:
     [
         (
             "{files.topic.text}",
-            "steps[0].prompt: {files.topic.text}: 'topic' is not a file input "
-            '(give it "type": "file" or "files")',
+            "steps[0].prompt: {files.topic.text}: 'topic' is not a file input of the recipe; "
+            "its file inputs: doc, many",
         ),
         (
             "{files.report.text}",
-            "steps[0].prompt: {files.report.text}: there is no file input 'report'; "
-            "file inputs: doc, many",
+            "steps[0].prompt: {files.report.text}: 'report' is not a file input of the recipe; "
+            "its file inputs: doc, many",
         ),
         ("{files.doc.pages.0-2}", "steps[0].prompt: {files.doc.pages.0-2}: '0-2' is not a page"),
     ],
@@ -260,7 +260,7 @@ def test_a_document_alone_gives_its_pages_and_images() -> None:
     ("detect", "error"),
     [
         ({"document": "topic", "pii": {}}, "steps[0].detect.document: 'topic' is not a file input"),
-        ({"document": "cv", "pii": {}}, "steps[0].detect.document: there is no file input 'cv'"),
+        ({"document": "cv", "pii": {}}, "steps[0].detect.document: 'cv' is not a file input"),
         ({"document": 3, "pii": {}}, "steps[0].detect.document: must be the name of a file input"),
         (
             {"document": "doc", "from": "{topic}", "pii": {}},

@@ -16,7 +16,6 @@ from typing import Any
 from workflows.engine.capabilities import VISION, Capabilities
 from workflows.engine.checks import listed
 from workflows.engine.file_templates import parse_pages
-from workflows.engine.files import is_file_type
 from workflows.engine.reading import DocumentReader
 
 # A step lists at most this many items (a `files` input or a PDF may give more images: the
@@ -89,14 +88,11 @@ def _image(item: object, path: str, reader: DocumentReader) -> ImageSpec | None:
         reader.error(path, f"must be a file input name or {{input, pages}}, got {item!r}")
         return None
     where = f"{path}.input" if isinstance(item, Mapping) else path
-    if name in reader.input_names and name not in reader.inputs:
-        return None  # its spec is wrong, and reported so
+    problem = reader.file_input_problem(name)
     spec = reader.inputs.get(name)
-    if spec is None or not is_file_type(spec.get("type")):
-        files = [n for n, s in reader.inputs.items() if is_file_type(s.get("type"))]
-        reader.error(
-            where, f"'{name}' is not a file input of the recipe; its file inputs: {listed(files)}"
-        )
+    if problem is not None or spec is None:
+        if problem is not None:
+            reader.error(where, problem)
         return None
     if pages is None:
         return ImageSpec(name)

@@ -153,10 +153,8 @@ class DocumentReader:
             return None
         if name in self.input_names and name not in self.inputs:
             return None  # its spec is wrong, and reported so
-        if name in self.input_names:
-            return f'\'{name}\' is not a file input (give it "type": "file" or "files")'
         files = [n for n, spec in self.inputs.items() if spec.get("type") in FILE_INPUT_TYPES]
-        return f"there is no file input '{name}'; file inputs: {listed(files)}"
+        return f"'{name}' is not a file input of the recipe; its file inputs: {listed(files)}"
 
 
 def _secret_problem(name: str, secrets: Collection[str] | None) -> str | None:
