@@ -15,12 +15,14 @@ from django.utils import timezone
 
 from knowledge.embeddings import EmbeddingCall
 from workflows import engine
+from workflows.engine.file_templates import DocumentText
+from workflows.engine.files import FILES, file_refs, is_file_type
 
 from .. import actors, capacity, events, model_calls, streams, tracing
 from ..claims import TOKEN_PUSH_INTERVAL_S, Claim
 from ..lease import keeper
 from ..model_calls import BudgetExceeded, CallRecord, Purpose
-from ..models import StepRun
+from ..models import RunFile, StepRun
 from ..providers import (
     ChatResult,
     ImagePart,
@@ -28,6 +30,7 @@ from ..providers import (
     ProviderError,
     ProviderTimeoutError,
 )
+from ..run_files import files_of_run
 from .actor_stats import strategies_learned
 from .phases import Phases
 
@@ -85,6 +88,38 @@ class StoredHits:
         return self._read[seq]
 
 
+class Documents:
+    """The documents of the run's file inputs, by input name, as templates and detectors read
+    them (`engine.DocumentText`): the run's files are read once, when a step first asks.
+
+    The run's state keeps only the refs of its files (`workflows.engine.files.REF_FIELDS`);
+    their order is the refs' order, and a ref whose file is gone is an error.
+    """
+
+    def __init__(self, run_id: int, inputs: Mapping[str, Any]) -> None:
+        self.run_id = run_id
+        self._inputs = inputs
+        self._read: dict[str, tuple[DocumentText, ...]] = {}
+        self._files: dict[str, RunFile] | None = None
+
+    def __call__(self, name: str) -> tuple[DocumentText, ...]:
+        if name not in self._read:
+            if self._files is None:
+                self._files = {
+                    str(row.id): row for rows in files_of_run(self.run_id).values() for row in rows
+                }
+            documents = []
+            for ref in file_refs(self._inputs.get(name)):
+                row = self._files.get(str(ref.get("file")))
+                if row is None or row.input_name != name:
+                    raise LookupError(
+                        f"the file {ref.get('name')!r} of input '{name}' is missing from the run"
+                    )
+                documents.append(DocumentText.of(row.name, row.text, row.pages or ()))
+            self._read[name] = tuple(documents)
+        return self._read[name]
+
+
 # Where an llm step's prompt shows its sources' hits when it does not name `{sources}`.
 SOURCES_HEADING = "Sources:"
 NO_SOURCES = "(none found)"
@@ -101,6 +136,7 @@ class Session:
         self.resolved = claim.resolved
         self.answers = Answers(claim.run_id)
         self.stored_hits = StoredHits(claim.run_id)
+        self.documents = Documents(claim.run_id, claim.state.inputs)
         # What the step's own sources found (None: it searched none), once it searched.
         self.hits: tuple[engine.Citation, ...] | None = None
         # The prompt variant the attempt asks with ("": the step's own prompt).
@@ -346,6 +382,8 @@ class Session:
             hits=self.stored_hits,
             own_hits=self.hits,
             learned=self.learned_strategies,
+            documents=self.documents,
+            file_inputs=file_inputs(self.claim.graph),
         )
         if secrets:
             context = ChainMap({f"secrets.{k}": v for k, v in secrets.items()}, context)
@@ -389,6 +427,15 @@ class Session:
             prompt = f"{prompt}\n\n{SOURCES_HEADING}\n{shown}"
         suffix = self.claim.next.get("prompt_suffix")
         return f"{prompt}\n\n{suffix}" if suffix else prompt
+
+
+def file_inputs(graph: engine.RecipeGraph) -> dict[str, bool]:
+    """The recipe's file inputs, each with whether it takes several files."""
+    return {
+        name: spec.get("type") == FILES
+        for name, spec in graph.inputs.items()
+        if is_file_type(spec.get("type"))
+    }
 
 
 class TokenStreamer:

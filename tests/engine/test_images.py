@@ -17,7 +17,8 @@ from workflows.engine import (
     decide,
     parse_recipe,
 )
-from workflows.engine.images import ImageSpec, parse_pages
+from workflows.engine.file_templates import parse_pages
+from workflows.engine.images import ImageSpec
 
 INPUTS = {
     "topic": {"type": "string"},

@@ -9,14 +9,13 @@ sees them: it requires the `vision` capability (`capabilities.py`), checked at p
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from workflows.engine.capabilities import VISION, Capabilities
 from workflows.engine.checks import listed
-from workflows.engine.files import is_file_type
+from workflows.engine.file_templates import parse_pages
 from workflows.engine.reading import DocumentReader
 
 # A step lists at most this many items (a `files` input or a PDF may give more images: the
@@ -25,7 +24,6 @@ MAX_IMAGE_ITEMS = 20
 PDF = "application/pdf"
 # What a step with images needs of its actor.
 NEEDS = Capabilities(frozenset({VISION}))
-_PAGES = re.compile(r"(?P<first>[1-9][0-9]{0,4})(?:-(?P<last>[1-9][0-9]{0,4}))?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,16 +46,6 @@ class ImageSpec:
     def as_json(self) -> str | dict[str, str]:
         pages = self.pages
         return self.input if pages is None else {"input": self.input, "pages": pages}
-
-
-def parse_pages(value: object) -> tuple[int, int] | None:
-    """Return the first and last page of a range ("2" or "2-4"), None if it is not one."""
-    match = _PAGES.fullmatch(value) if isinstance(value, str) else None
-    if match is None:
-        return None
-    first = int(match["first"])
-    last = int(match["last"] or first)
-    return (first, last) if first <= last else None
 
 
 def read_images(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> tuple[ImageSpec, ...]:
@@ -100,14 +88,11 @@ def _image(item: object, path: str, reader: DocumentReader) -> ImageSpec | None:
         reader.error(path, f"must be a file input name or {{input, pages}}, got {item!r}")
         return None
     where = f"{path}.input" if isinstance(item, Mapping) else path
-    if name in reader.input_names and name not in reader.inputs:
-        return None  # its spec is wrong, and reported so
+    problem = reader.file_input_problem(name)
     spec = reader.inputs.get(name)
-    if spec is None or not is_file_type(spec.get("type")):
-        files = [n for n, s in reader.inputs.items() if is_file_type(s.get("type"))]
-        reader.error(
-            where, f"'{name}' is not a file input of the recipe; its file inputs: {listed(files)}"
-        )
+    if problem is not None or spec is None:
+        if problem is not None:
+            reader.error(where, problem)
         return None
     if pages is None:
         return ImageSpec(name)
