@@ -17,6 +17,7 @@ rows of a step say how many calls its evaluators and its tool loop made.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Sequence
@@ -24,9 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.models import ModelCall, Run, StepRun
+from runner.run_files import files_of_run
 from runner.status import StepStatus
 from workflows import engine
 from workflows.engine.conditions.ai_evaluation import DEFAULT_EVALUATION_PROMPT
+from workflows.engine.files import FILES, file_refs, is_file_type
 from workflows.engine.self_check import DIMENSIONS, JUDGE_WEIGHT, RULE_WEIGHT
 
 # What the script says to fail or time out a call (runner.providers.scripted).
@@ -70,6 +73,35 @@ class Recording:
         self.script.setdefault(key, []).append(answer)
 
 
+def _files_written_inline(run: Run, graph: engine.RecipeGraph) -> dict[str, Any]:
+    """Return the run's inputs with each stored file written as a JSON client uploads one
+    (`{"name", "content_base64", "media_type"}`), so that the test holds its files when the
+    run is gone, and its dry run uploads them again (a ref to another run's file is refused)."""
+    inputs = dict(run.inputs)
+    stored = {str(row.id): row for rows in files_of_run(run.pk).values() for row in rows}
+    for name, spec in graph.inputs.items():
+        if not is_file_type(spec.get("type")) or name not in inputs:
+            continue
+        written = []
+        for ref in file_refs(inputs[name]):
+            row = stored.get(str(ref.get("file")))
+            if row is None:
+                raise RunNotRecordable(
+                    f"run #{run.pk}: the file {ref.get('name')!r} of input '{name}' is gone"
+                )
+            with row.blob.open("rb") as blob:
+                data = blob.read()
+            written.append(
+                {
+                    "name": row.name,
+                    "content_base64": base64.b64encode(data).decode("ascii"),
+                    "media_type": row.media_type,
+                }
+            )
+        inputs[name] = written if spec.get("type") == FILES else written[0]
+    return inputs
+
+
 def record_run(run: Run, steps: Sequence[StepRun], graph: engine.RecipeGraph) -> Recording:
     """Return the script that makes a dry run of `run`'s version answer as `run` was answered.
 
@@ -77,7 +109,7 @@ def record_run(run: Run, steps: Sequence[StepRun], graph: engine.RecipeGraph) ->
     seq: the last attempt, the one the run went on from); `graph` the version it ran.
     Raise RunNotRecordable naming the step whose answers cannot be recovered.
     """
-    recording = Recording(inputs=dict(run.inputs))
+    recording = Recording(inputs=_files_written_inline(run, graph))
     # A run from before model calls were kept has no ModelCall rows at all.
     calls_kept = any(step.modelcall_set.all() for step in steps)
     for step_run in steps:

@@ -13,6 +13,8 @@ from runner.models import Run
 from runner.selectors import run_steps
 from workflows import engine
 from workflows.engine.errors import TemplateError
+from workflows.engine.file_templates import file_reference
+from workflows.engine.files import is_file_type
 from workflows.engine.templating import (
     SOURCES_NAME,
     step_number,
@@ -152,6 +154,8 @@ def names_in_scope(document: dict[str, Any], step_index: int) -> list[TemplateNa
         for name, spec in inputs.items():
             kind = spec.get("type", "string") if isinstance(spec, dict) else "string"
             names.append(TemplateName(str(name), f"input ({kind})"))
+            if is_file_type(kind):
+                names += _file_names(str(name))
     steps = _list(document.get("steps"))
     for n, step in enumerate(steps[:step_index], start=1):
         if isinstance(step, dict) and isinstance(step.get("key"), str):
@@ -171,6 +175,16 @@ def names_in_scope(document: dict[str, Any], step_index: int) -> list[TemplateNa
     return names
 
 
+def _file_names(name: str) -> list[TemplateName]:
+    """The template names of a file input's documents."""
+    return [
+        TemplateName(f"files.{name}.text", f"the text of {name}"),
+        TemplateName(f"files.{name}.pages", f"every page of {name}, each under its number"),
+        TemplateName(f"files.{name}.pages.1-2", f"pages 1 to 2 of {name} (any range)"),
+        TemplateName(f"files.{name}.name", f"the file name of {name}"),
+    ]
+
+
 def unknown_template_names(document: dict[str, Any], prompt: str) -> list[str]:
     """Return why the prompt's placeholders cannot be filled (unknown or refused names)."""
     try:
@@ -183,6 +197,12 @@ def unknown_template_names(document: dict[str, Any], prompt: str) -> list[str]:
     problems = []
     for name in used:
         if name in ("feedback", SOURCES_NAME) or name in inputs:
+            continue
+        reference = file_reference(name)
+        if reference is not None:
+            spec = inputs.get(reference.input)
+            if not (isinstance(spec, dict) and is_file_type(spec.get("type"))):
+                problems.append(f"{{{name}}}: '{reference.input}' is not a file input")
             continue
         source_key = step_sources_reference(name)
         if source_key is not None:

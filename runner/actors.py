@@ -17,6 +17,7 @@ from .providers import (
     ActorConfig,
     ChatRequest,
     ChatResult,
+    ImagePart,
     OutputSchema,
     Provider,
     ProviderConfigError,
@@ -153,11 +154,13 @@ def call(
     messages: tuple[dict[str, Any], ...] | None = None,
     tools: tuple[dict[str, Any], ...] | None = None,
     output_schema: OutputSchema | None = None,
+    images: tuple[ImagePart, ...] = (),
 ) -> ChatResult:
     """Ask an LLM actor once (the provider retries transient errors itself).
 
     `messages` and `tools` carry a tool loop's conversation and the functions on offer;
-    `output_schema` the JSON Schema the answer must meet.
+    `output_schema` the JSON Schema the answer must meet; `images` what the model is shown
+    with the prompt.
     """
     provider = provider_for(actor)
     config = actor.config
@@ -170,5 +173,6 @@ def call(
         messages=messages,
         tools=tools,
         output_schema=output_schema,
+        images=images,
     )
     return provider.complete(request, on_token=on_token)

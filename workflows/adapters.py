@@ -33,6 +33,7 @@ STEP_CONFIG_FIELDS = (
     "candidates",
     "output_schema",
     "output_schema_attempts",
+    "images",
     "set",
     "method",
     "url",

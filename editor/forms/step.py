@@ -42,6 +42,7 @@ KIND_FIELDS = (
     "output_schema_attempts",
     "set",
     "requires",
+    "images",
     "detect",
 )
 # The tools fields: written from the Tools sections (editor/forms/tools.py) for the kinds that
@@ -108,6 +109,12 @@ class StepForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text='JSON: capability names and {"context": TOKENS}; the engine checks them.',
     )
+    # An llm step's `images`: ["photo", {"input": "scan", "pages": "1-2"}].
+    images = PrettyJSONField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text='JSON: file inputs shown to the model, names or {"input", "pages"}.',
+    )
     # A transform step's `set`: fact name -> JMESPath expression.
     set = PrettyJSONField(required=False, widget=forms.Textarea(attrs={"rows": 6}))
     # A decision tree's detectors: {"pii": {...}, "keywords": {...}, "safety": {...}}.
@@ -137,6 +144,7 @@ class StepForm(forms.Form):
         "output_schema_attempts": "output_schema_attempts",
         "set": "set",
         "requires": "requires",
+        "images": "images",
         "detect": "detect",
     }
     VALIDATION_PATHS = {
@@ -248,6 +256,7 @@ class StepForm(forms.Form):
             "output_schema_attempts": step.get("output_schema_attempts"),
             "set": step.get("set"),
             "requires": step.get("requires"),
+            "images": step.get("images"),
             "detect": step.get("detect"),
         }
 

@@ -31,6 +31,7 @@ from workflows.selectors import recipe_get, recipes_visible_to
 
 from ..catalog import catalog
 from ..forms.testrun import TestRunForm
+from .file_inputs import shown_files
 
 MONITOR = "runs/monitor.html"
 RUNS_PER_PAGE = 50
@@ -128,8 +129,13 @@ def run_monitor(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = run_get(user=request.user, run_id=run_id)
     steps = list(run_steps(run).select_related("task__group", "task__decided_by"))
     group_ids = set(request.user.groups.values_list("pk", flat=True))
+    files = shown_files(run)
+    given = {f.file.input_name for f in files}
     context = {
         "run": run,
+        # A file input's value is its files' refs: the files are listed on their own.
+        "inputs": {name: value for name, value in run.inputs.items() if name not in given},
+        "files": files,
         "steps": steps,
         "running": _running_step(run, steps),
         "reviewer_group_ids": group_ids,

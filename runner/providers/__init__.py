@@ -8,6 +8,7 @@ from __future__ import annotations
 from .base import (
     ChatRequest,
     ChatResult,
+    ImagePart,
     OutputSchema,
     Provider,
     ProviderConfigError,
@@ -25,6 +26,7 @@ __all__ = [
     "ActorConfig",
     "ChatRequest",
     "ChatResult",
+    "ImagePart",
     "OutputSchema",
     "Provider",
     "ProviderConfigError",

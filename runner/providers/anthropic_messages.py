@@ -35,7 +35,7 @@ from anthropic.lib.streaming import MessageStream
 
 from workflows.guarded_http import call_deadline, guarded_httpx2_client
 
-from .base import ChatRequest, TokenCallback, ToolCallRequest
+from .base import ChatRequest, ImagePart, TokenCallback, ToolCallRequest
 from .http_calls import (
     TRANSPORT_ERRORS,
     Answer,
@@ -204,9 +204,11 @@ def _body(request: ChatRequest) -> dict[str, Any]:
 def _conversation(request: ChatRequest) -> tuple[str, list[dict[str, Any]]]:
     """Return the system prompt and the messages of ``request`` in the Messages API's form."""
     if request.messages is None:
-        return request.system or "", [{"role": "user", "content": request.prompt}]
+        content = _user_content(request.prompt, request.images)
+        return request.system or "", [{"role": "user", "content": content}]
     system = [request.system] if request.system else []
     messages: list[dict[str, Any]] = []
+    images = request.images  # with the first user message: the prompt
     for message in request.messages:
         role = message.get("role")
         text = message_text(message.get("content"))
@@ -239,8 +241,20 @@ def _conversation(request: ChatRequest) -> tuple[str, list[dict[str, Any]]]:
             if blocks:
                 messages.append({"role": "assistant", "content": blocks})
         else:
-            messages.append({"role": "user", "content": text})
+            messages.append({"role": "user", "content": _user_content(text, images)})
+            images = ()
     return "\n\n".join(part for part in system if part), messages
+
+
+def _user_content(text: str, images: tuple[ImagePart, ...]) -> str | list[dict[str, Any]]:
+    """Return a user message's content: its text, or its text and base64 image blocks."""
+    if not images:
+        return text
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    for image in images:
+        source = {"type": "base64", "media_type": image.media_type, "data": image.base64()}
+        blocks.append({"type": "image", "source": source})
+    return blocks
 
 
 def _arguments(value: object) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -25,6 +26,24 @@ class OutputSchema:
 
 
 @dataclass(frozen=True)
+class ImagePart:
+    """An image the model is shown with the prompt: its media type (``image/png``...) and its
+    bytes, sent in each provider's wire format (a data URL, a base64 block, inline data)."""
+
+    media_type: str
+    data: bytes = field(repr=False)
+
+    def __repr__(self) -> str:  # never the bytes in a log or an error
+        return f"ImagePart({self.media_type!r}, {len(self.data)} bytes)"
+
+    def base64(self) -> str:
+        return base64.b64encode(self.data).decode("ascii")
+
+    def data_url(self) -> str:
+        return f"data:{self.media_type};base64,{self.base64()}"
+
+
+@dataclass(frozen=True)
 class ChatRequest:
     """Describe one call to a model.
 
@@ -36,7 +55,9 @@ class ChatRequest:
     ``tool`` results) and replaces ``prompt``/``system``; ``tools`` are the functions the model
     may call, as ``{"type": "function", "function": {"name", "description", "parameters"}}``;
     ``output_schema`` the JSON Schema the answer must meet, sent by providers whose servers
-    enforce one (others leave it to the caller's validation).
+    enforce one (others leave it to the caller's validation). ``images`` go with the prompt
+    (with a conversation's first user message), after its text; a provider that shows a model
+    no images (a script) ignores them.
     """
 
     prompt: str
@@ -48,6 +69,7 @@ class ChatRequest:
     messages: tuple[dict[str, Any], ...] | None = None
     tools: tuple[dict[str, Any], ...] | None = None
     output_schema: OutputSchema | None = None
+    images: tuple[ImagePart, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.timeout_s > 0:

@@ -44,7 +44,7 @@ from google.genai import errors, types
 
 from workflows.guarded_http import call_deadline, guarded_client
 
-from .base import ChatRequest, TokenCallback, ToolCallRequest
+from .base import ChatRequest, ImagePart, TokenCallback, ToolCallRequest
 from .http_calls import (
     TRANSPORT_ERRORS,
     Answer,
@@ -273,10 +273,11 @@ def _conversation(request: ChatRequest) -> tuple[str, list[types.Content], set[s
     """Return the system instruction, the contents of ``request`` in Gemini's form, and the
     names of the functions its conversation called."""
     if request.messages is None:
-        prompt = types.Content(role="user", parts=[types.Part(text=request.prompt)])
+        prompt = types.Content(role="user", parts=_user_parts(request.prompt, request.images))
         return request.system or "", [prompt], set()
     system = [request.system] if request.system else []
     contents: list[types.Content] = []
+    images = request.images  # with the first user message: the prompt
     names: dict[str, str] = {}  # tool call id -> function name, for the responses
     for message in request.messages:
         role = message.get("role")
@@ -318,8 +319,19 @@ def _conversation(request: ChatRequest) -> tuple[str, list[types.Content], set[s
             if parts:
                 contents.append(types.Content(role="model", parts=parts))
         else:
-            contents.append(types.Content(role="user", parts=[types.Part(text=text)]))
+            contents.append(types.Content(role="user", parts=_user_parts(text, images)))
+            images = ()
     return "\n\n".join(part for part in system if part), contents, set(names.values()) - {""}
+
+
+def _user_parts(text: str, images: tuple[ImagePart, ...]) -> list[types.Part]:
+    """Return a user content's parts: its text, then each image as inline data."""
+    parts = [types.Part(text=text)]
+    parts += [
+        types.Part(inline_data=types.Blob(mime_type=image.media_type, data=image.data))
+        for image in images
+    ]
+    return parts
 
 
 def _arguments(value: object) -> dict[str, Any]:

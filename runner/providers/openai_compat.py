@@ -22,7 +22,7 @@ import openai
 
 from workflows.guarded_http import call_deadline, guarded_client
 
-from .base import ChatRequest, OutputSchema, TokenCallback, ToolCallRequest
+from .base import ChatRequest, ImagePart, OutputSchema, TokenCallback, ToolCallRequest
 from .http_calls import (
     TRANSPORT_ERRORS,
     Answer,
@@ -31,6 +31,7 @@ from .http_calls import (
     count,
     excerpt,
     field,
+    message_text,
     status_failure,
     transport_failure,
     within_deadline,
@@ -65,11 +66,13 @@ class OpenAICompatibleProvider(HTTPProvider):
         streaming = on_token is not None and not request.tools
         messages: list[dict[str, Any]] = []
         if request.messages is not None:
-            messages = list(request.messages)
+            messages = with_images(request.messages, request.images)
         else:
             if request.system:
                 messages.append({"role": "system", "content": request.system})
-            messages.append({"role": "user", "content": request.prompt})
+            messages.append(
+                {"role": "user", "content": user_content(request.prompt, request.images)}
+            )
         client = openai.OpenAI(
             base_url=self.base_url,
             # An empty key makes the SDK send no Authorization header at all, and a non-None
@@ -208,6 +211,29 @@ class OpenAICompatibleProvider(HTTPProvider):
                 "stopped mid-answer: its stream ended without a finish_reason", retryable=True
             )
         return Answer("".join(parts), tokens_in, tokens_out, model)
+
+
+def user_content(text: str, images: tuple[ImagePart, ...]) -> str | list[dict[str, Any]]:
+    """Return a user message's content: its text, or its text and images as content parts
+    (data URLs, which Ollama's OpenAI-compatible API reads as well)."""
+    if not images:
+        return text
+    parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    parts += [{"type": "image_url", "image_url": {"url": image.data_url()}} for image in images]
+    return parts
+
+
+def with_images(
+    messages: tuple[dict[str, Any], ...], images: tuple[ImagePart, ...]
+) -> list[dict[str, Any]]:
+    """Return a conversation with the images in its first user message (the prompt)."""
+    result = list(messages)
+    for i, message in enumerate(result):
+        if images and message.get("role") == "user":
+            text = message_text(message.get("content"))
+            result[i] = {**message, "content": user_content(text, images)}
+            break
+    return result
 
 
 def response_format(output: OutputSchema) -> dict[str, Any]:

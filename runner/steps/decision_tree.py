@@ -1,5 +1,8 @@
 """Decision-tree steps: find the tree's facts with the step's detectors, then walk the tree.
 
+The detectors read the step's text (one page), or with `detect.document` the pages of a file
+input's stored documents; a document also gives the facts `pages` and `image_count`.
+
 The PII and keyword detectors are the engine's (pure); the safety detector asks the step's
 `detect.safety.judge` of each page whether it is unsafe, through the session like any other
 judge (the call holds no database connection). An unreadable answer, or a failed call, fails
@@ -15,6 +18,8 @@ from workflows.engine.detectors import (
     FAILURES,
     DetectSpec,
     detect_facts,
+    document_facts,
+    document_pages,
     merge_detected,
     read_safety_answer,
     safety_prompt,
@@ -58,11 +63,18 @@ def execute(session: Session) -> StepOutcome:
 
 
 def _detect(session: Session, spec: DetectSpec) -> dict[str, Any]:
-    """Return the facts the step's detectors find in its text, and why any of them failed."""
-    # The text is one page; a document's pages will be read the same way.
+    """Return the facts the step's detectors find in its document or text, and why any of them
+    failed."""
     state = session.claim.state
-    pages = [session.render(spec.source) if spec.source else state.last_answer(session.answers)]
-    facts = detect_facts(spec, pages)
+    facts: dict[str, Any] = {}
+    if spec.document:
+        pages = document_pages(session.documents(spec.document))
+        facts.update(document_facts(state.inputs.get(spec.document)))
+    elif spec.source:
+        pages = [session.render(spec.source)]
+    else:
+        pages = [state.last_answer(session.answers)]
+    facts.update(detect_facts(spec, pages))
     failures: dict[str, str] = {}
     if spec.safety_judge is not None:
         unsafe, failure = _unsafe_pages(session, spec.safety_judge, pages)

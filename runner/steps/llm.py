@@ -4,9 +4,11 @@ A step with `sources` searches them first (`sources.py`); its prompt shows the h
 with `tools` answers through the tool loop (`tool_loop.py`); its calls are kept in
 `details["tool_calls"]`. Each call to a model is recorded by the session with its purpose
 (the answer, each further validation attempt, the judge); the step's tokens are their sums.
-A step with an `output_schema` answers until an answer meets it (`_structured`); how its
-answers fared is kept in `details["output_schema"]`. How long each phase took (sources, tools,
-build, call, validate, finalise) is kept in `details["execution"]` (`phases.py`).
+A step with `images` shows them to its model with each answer's prompt (`images.py`); which
+were sent is kept in `details["images"]`. A step with an `output_schema` answers until an
+answer meets it (`_structured`); how its answers fared is kept in `details["output_schema"]`.
+How long each phase took (sources, tools, build, call, validate, finalise) is kept in
+`details["execution"]` (`phases.py`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from ..model_calls import Purpose
 from ..providers import OutputSchema, ProviderError, ProviderTimeoutError
 from ..status import StepStatus
 from .actor_stats import learning
+from .images import ImagesFailed, step_images
 from .phases import FAILED, Phases
 from .session import Session, TokenStreamer
 from .sources import Retrieval, SourcesFailed, retrieve
@@ -33,6 +36,8 @@ from .tool_loop import ToolLoopFailed, run_tool_loop
 KIND = "llm"
 # Where the step's details keep how its answers met its output schema.
 SCHEMA_DETAILS = "output_schema"
+# Where they keep which images its answers were shown (never their bytes).
+IMAGES_DETAILS = "images"
 
 
 def execute(session: Session) -> StepOutcome:
@@ -48,7 +53,9 @@ def execute(session: Session) -> StepOutcome:
                 _search(session, outcome)
         with phases.phase("build"):
             outcome.prompt = session.prompt()
-    except (engine.TemplateError, SourcesFailed) as exc:
+            if step.images:
+                _show_images(session, outcome)
+    except (engine.TemplateError, SourcesFailed, ImagesFailed) as exc:
         outcome.status, outcome.error = StepStatus.FAILED, str(exc)
         return outcome
     streamer = TokenStreamer(claim.run_id, claim.seq, claim.token)
@@ -137,9 +144,21 @@ def _answer(
         return run_tool_loop(session, alias, prompt, log, on_token=streamer.add).text
     step = session.claim.step
     result = session.ask(
-        alias, prompt, purpose=purpose, timeout_s=step.timeout_s, on_token=streamer.add
+        alias,
+        prompt,
+        purpose=purpose,
+        timeout_s=step.timeout_s,
+        on_token=streamer.add,
+        images=session.images,
     )
     return result.text
+
+
+def _show_images(session: Session, outcome: StepOutcome) -> None:
+    """Read the step's images for its answers (not its judge's); record which were sent."""
+    images = step_images(session.claim.run_id, session.claim.step.images)
+    session.images = images.parts
+    outcome.details[IMAGES_DETAILS] = images.sent
 
 
 def _search(session: Session, outcome: StepOutcome) -> None:
@@ -262,6 +281,7 @@ def _structured(
             timeout_s=step.timeout_s,
             on_token=streamer.add,
             output_schema=wire,
+            images=session.images,
         ).text
         with session.phases.phase("validate"):
             value, errors = output_schema.check_answer(schema, answer)

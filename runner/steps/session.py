@@ -15,13 +15,22 @@ from django.utils import timezone
 
 from knowledge.embeddings import EmbeddingCall
 from workflows import engine
+from workflows.engine.file_templates import DocumentText
+from workflows.engine.files import FILES, file_refs, is_file_type
 
 from .. import actors, capacity, events, model_calls, streams, tracing
 from ..claims import TOKEN_PUSH_INTERVAL_S, Claim
 from ..lease import keeper
 from ..model_calls import BudgetExceeded, CallRecord, Purpose
-from ..models import StepRun
-from ..providers import ChatResult, OutputSchema, ProviderError, ProviderTimeoutError
+from ..models import RunFile, StepRun
+from ..providers import (
+    ChatResult,
+    ImagePart,
+    OutputSchema,
+    ProviderError,
+    ProviderTimeoutError,
+)
+from ..run_files import files_of_run
 from .actor_stats import strategies_learned
 from .phases import Phases
 
@@ -79,6 +88,38 @@ class StoredHits:
         return self._read[seq]
 
 
+class Documents:
+    """The documents of the run's file inputs, by input name, as templates and detectors read
+    them (`engine.DocumentText`): the run's files are read once, when a step first asks.
+
+    The run's state keeps only the refs of its files (`workflows.engine.files.REF_FIELDS`);
+    their order is the refs' order, and a ref whose file is gone is an error.
+    """
+
+    def __init__(self, run_id: int, inputs: Mapping[str, Any]) -> None:
+        self.run_id = run_id
+        self._inputs = inputs
+        self._read: dict[str, tuple[DocumentText, ...]] = {}
+        self._files: dict[str, RunFile] | None = None
+
+    def __call__(self, name: str) -> tuple[DocumentText, ...]:
+        if name not in self._read:
+            if self._files is None:
+                self._files = {
+                    str(row.id): row for rows in files_of_run(self.run_id).values() for row in rows
+                }
+            documents = []
+            for ref in file_refs(self._inputs.get(name)):
+                row = self._files.get(str(ref.get("file")))
+                if row is None or row.input_name != name:
+                    raise LookupError(
+                        f"the file {ref.get('name')!r} of input '{name}' is missing from the run"
+                    )
+                documents.append(DocumentText.of(row.name, row.text, row.pages or ()))
+            self._read[name] = tuple(documents)
+        return self._read[name]
+
+
 # Where an llm step's prompt shows its sources' hits when it does not name `{sources}`.
 SOURCES_HEADING = "Sources:"
 NO_SOURCES = "(none found)"
@@ -95,6 +136,7 @@ class Session:
         self.resolved = claim.resolved
         self.answers = Answers(claim.run_id)
         self.stored_hits = StoredHits(claim.run_id)
+        self.documents = Documents(claim.run_id, claim.state.inputs)
         # What the step's own sources found (None: it searched none), once it searched.
         self.hits: tuple[engine.Citation, ...] | None = None
         # The prompt variant the attempt asks with ("": the step's own prompt).
@@ -113,6 +155,8 @@ class Session:
         self.executed = False
         # How long each phase of the step took (`phases.py`), for its record.
         self.phases = Phases()
+        # What an llm step's answers are shown beside the prompt (its `images`), once read.
+        self.images: tuple[ImagePart, ...] = ()
 
     def creator(self) -> AbstractBaseUser:
         """Return the user who started the run: the step's searches read what they may."""
@@ -144,10 +188,12 @@ class Session:
         messages: tuple[dict[str, Any], ...] | None = None,
         tools: tuple[dict[str, Any], ...] | None = None,
         output_schema: OutputSchema | None = None,
+        images: tuple[ImagePart, ...] = (),
     ) -> ChatResult:
         """Ask the model of `alias` once; record the call, answered or failed, as `purpose`.
 
-        `output_schema`, when given, is sent to a server that enforces it.
+        `output_schema`, when given, is sent to a server that enforces it; `images` are shown
+        to the model with the prompt (the record keeps only the prompt).
 
         Raise BudgetExceeded before anything is sent (the call is neither made nor counted)
         when it would pass a limit of the run's budget; a failed call is recorded with its
@@ -159,7 +205,16 @@ class Session:
         self._check_budget(actor, prompt, messages, tools)
         with self._slot(actor, float(timeout_s or actors.default_timeout(actor))):
             return self._call(
-                actor, alias, prompt, purpose, timeout_s, on_token, messages, tools, output_schema
+                actor,
+                alias,
+                prompt,
+                purpose,
+                timeout_s,
+                on_token,
+                messages,
+                tools,
+                output_schema,
+                images,
             )
 
     @contextmanager
@@ -209,6 +264,7 @@ class Session:
         messages: tuple[dict[str, Any], ...] | None,
         tools: tuple[dict[str, Any], ...] | None,
         output_schema: OutputSchema | None = None,
+        images: tuple[ImagePart, ...] = (),
     ) -> ChatResult:
         started_at, began = timezone.now(), time.monotonic()
         try:
@@ -222,6 +278,7 @@ class Session:
                     messages=messages,
                     tools=tools,
                     output_schema=output_schema,
+                    images=images,
                 )
                 span.result(result)
         except Exception as exc:
@@ -325,6 +382,8 @@ class Session:
             hits=self.stored_hits,
             own_hits=self.hits,
             learned=self.learned_strategies,
+            documents=self.documents,
+            file_inputs=file_inputs(self.claim.graph),
         )
         if secrets:
             context = ChainMap({f"secrets.{k}": v for k, v in secrets.items()}, context)
@@ -368,6 +427,15 @@ class Session:
             prompt = f"{prompt}\n\n{SOURCES_HEADING}\n{shown}"
         suffix = self.claim.next.get("prompt_suffix")
         return f"{prompt}\n\n{suffix}" if suffix else prompt
+
+
+def file_inputs(graph: engine.RecipeGraph) -> dict[str, bool]:
+    """The recipe's file inputs, each with whether it takes several files."""
+    return {
+        name: spec.get("type") == FILES
+        for name, spec in graph.inputs.items()
+        if is_file_type(spec.get("type"))
+    }
 
 
 class TokenStreamer:

@@ -103,6 +103,7 @@ def run_tool_loop(
             on_token=on_token if capped else None,
             messages=tuple(messages),
             tools=None if capped else functions,
+            images=session.images,
         )
         _count(result, tokens, counted)
         if not result.tool_calls:

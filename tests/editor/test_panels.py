@@ -97,6 +97,26 @@ class TestStepPanel:
         refused = htmx_post(web, url, draft(story), prompt="{a.b}").content.decode()
         assert "attribute access" in refused
 
+    def test_a_file_inputs_documents_are_names_in_scope_and_checked(
+        self, story: Recipe, web: Client
+    ) -> None:
+        doc = draft(story)
+        doc["inputs"]["report"] = {"type": "file", "accept": ["application/pdf"]}
+        opened = htmx_post(
+            web, reverse("recipe-step-panel", args=[story.slug]), doc, step=0, element="s-0"
+        ).content.decode()
+        assert 'data-insert="files.report.text"' in opened
+        assert 'data-insert="files.report.pages.1-2"' in opened
+
+        url = reverse("recipe-prompt-check", args=[story.slug])
+        checked = htmx_post(
+            web, url, doc, prompt="{files.report.pages.2} {files.topic.text}"
+        ).content.decode()
+        assert "{files.topic.text}: &#x27;topic&#x27; is not a file input" in checked
+        assert "{files.report.pages.2}" not in checked
+        refused = htmx_post(web, url, doc, prompt="{files.report.pages.0}").content.decode()
+        assert "{files.report.pages.0}: &#x27;0&#x27; is not a page or a range" in refused
+
 
 class TestBranchPanel:
     def test_it_opens_with_the_condition_builder(self, story: Recipe, web: Client) -> None:

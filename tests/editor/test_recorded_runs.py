@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import xml.etree.ElementTree as ET
@@ -30,7 +31,10 @@ from runner.models import HumanTask, Run
 from runner.services import run_cancel, run_start
 from runner.status import RunStatus
 from runner.versions import version_graph
+from tests.documents import VALID_CARD, pdf
 from tests.factories import ActorFactory, UserFactory
+from tests.runner.stored_files import needs_uploads
+from tests.runner.test_document_reading import run_on
 from workflows import engine
 from workflows.adapters import document_from_recipe
 from workflows.models import Recipe
@@ -600,3 +604,36 @@ def test_a_recorded_judge_verdict_gives_the_judge_total_the_attempt_kept() -> No
     scores = engine.parse_judge_answer(judge_verdict(attempt))
     assert scores.total == pytest.approx(65)
     assert engine.confidence(0.5, scores) == pytest.approx(0.605)
+
+
+def recorded_document_run(owner: Any) -> tuple[Run, RecipeTest]:
+    """A real run of a tree over an uploaded PDF, saved as a test."""
+    document = pdf(["Loan application.", f"Pay with card {VALID_CARD}."])
+    run = run_on(owner, [("loan.pdf", document)])
+    return run, recipe_test_from_run(run=run, user=owner)
+
+
+def test_a_run_with_files_is_saved_with_its_files_written_in_the_test(author: Any) -> None:
+    run, test = recorded_document_run(author)
+
+    written = test.inputs["doc"]
+    assert set(written) == {"name", "content_base64", "media_type"}
+    assert (written["name"], written["media_type"]) == ("loan.pdf", "application/pdf")
+    assert base64.b64decode(written["content_base64"]).startswith(b"%PDF-")
+    assert test.expected_path == ["route", "classify"]
+    # The test holds its file: it no longer needs the run.
+    run.delete()
+    test.refresh_from_db()
+    assert test.inputs["doc"] == written
+
+
+@needs_uploads
+def test_a_test_saved_from_a_run_with_files_uploads_them_again_and_passes(author: Any) -> None:
+    run, test = recorded_document_run(author)
+
+    recipe_test_run_here(test=test, user=author)
+
+    test.refresh_from_db()
+    assert (test.last_result, test.last_message) == ("passed", "")
+    replayed = Run.objects.get(pk=test.last_run_id)
+    assert replayed.files.get().name == "loan.pdf" and replayed.pk != run.pk

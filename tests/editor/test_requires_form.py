@@ -6,7 +6,7 @@ import pytest
 
 from editor.forms.document import DocumentContext
 from editor.forms.step import StepForm
-from workflows.models import Recipe
+from workflows.models import Actor, Recipe
 
 from .conftest import story_document
 from .test_forms import step_data
@@ -32,3 +32,27 @@ def test_the_step_form_shows_the_engines_error_on_an_unknown_capability(story: R
 
     assert not form.is_valid()
     assert form.errors["requires"][0].startswith("unknown capability 'x-ray'")
+
+
+def test_the_step_form_shows_and_writes_the_images_of_a_step(story: Recipe) -> None:
+    doc = story_document()
+    doc["inputs"]["photo"] = {"type": "file", "accept": ["image/*"]}
+    doc["steps"][0]["images"] = ["photo"]
+    # Images need an actor that declares vision.
+    Actor.objects.filter(name=doc["actors"]["writer"]).update(capabilities=["vision"])
+    context = DocumentContext(doc)
+    assert StepForm.initial_from(doc["steps"][0])["images"] == ["photo"]
+
+    written = '[{"input": "photo"}]'
+    form = StepForm(step_data(doc, 0, images=written), context=context, index=0)
+
+    assert form.is_valid(), form.errors
+    assert form.result is not None and form.result["images"] == [{"input": "photo"}]
+
+
+def test_the_step_form_shows_the_engines_error_on_images_of_no_file_input(story: Recipe) -> None:
+    doc = story_document()
+    form = StepForm(step_data(doc, 0, images='["topic"]'), context=DocumentContext(doc), index=0)
+
+    assert not form.is_valid()
+    assert form.errors["images"][0].startswith("'topic' is not a file input of the recipe")

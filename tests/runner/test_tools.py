@@ -10,10 +10,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.core.files.base import ContentFile
 
 from runner import events, services
 from runner.inputs import InputsInvalid
-from runner.models import Run, StepRun
+from runner.models import Run, RunFile, StepRun
+from tests.documents import png
 from tests.factories import ActorFactory, UserFactory
 from tests.runner.providers.stub_server import StubServer, reply, stub_server, tool_calls
 from tests.runner.providers.wire_formats import gemini_signature
@@ -342,6 +344,42 @@ def test_the_model_calls_a_tool_and_answers_with_its_result(
         "content": "5.0",
     }
     assert [p["tool"] for p in pushed] == ["demo.add"]
+
+
+def test_every_turn_of_the_tool_loop_shows_the_steps_images(
+    owner: Any, stub_model: Actor, stub_server: StubServer, demo_server: ToolServer
+) -> None:
+    stub_server.enqueue(tool_calls(("demo__add", {"a": 2, "b": 3})), reply("It is 5."))
+    document = {
+        "format": "branchline.recipe/v1",
+        "slug": "sums-in-pictures",
+        "name": "Sums in pictures",
+        "inputs": {"a": {"type": "string"}, "b": {"type": "string"}, "photo": {"type": "file"}},
+        "actors": {"model": "t-stub"},
+        "steps": [ask_step(images=["photo"])],
+    }
+    recipe = publish_document(owner, document)
+    started = services.run_start(user=owner, recipe=recipe, inputs={"a": "2", "b": "3"})
+    picture = png(4, 4)
+    RunFile.objects.create(
+        run=started,
+        input_name="photo",
+        name="sum.png",
+        media_type="image/png",
+        size=len(picture),
+        sha256="0" * 64,
+        blob=ContentFile(picture, name="sum.png"),
+    )
+
+    done = drive(started)
+
+    assert done.status == "succeeded", done.error
+    first, second = stub_server.chat_requests
+    for sent in (first, second):
+        question = sent.json["messages"][0]["content"]
+        assert question[0] == {"type": "text", "text": "What is 2 + 3?"}
+        assert question[1]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert [m["role"] for m in second.json["messages"]] == ["user", "assistant", "tool"]
 
 
 @pytest.mark.parametrize("provider", [Actor.Provider.ANTHROPIC, Actor.Provider.GEMINI])

@@ -18,7 +18,10 @@ from django.utils import timezone
 from knowledge.models import Document, KnowledgeBase
 from runner import advance, services
 from runner.human import task_decide, tasks_expire
+from runner.run_files import Upload
 from runner.status import RUNNABLE
+from tests.documents import VALID_CARD, pdf
+from tests.runner.stored_files import needs_uploads
 from workflows.adapters import document_from_recipe
 from workflows.demo import (
     DEMO_USERNAME,
@@ -552,25 +555,38 @@ def test_validation_loop_with_the_scripted_actors_passes_on_the_second_attempt(d
     assert answer.confidence >= 0.75
 
 
+@needs_uploads
 @pytest.mark.parametrize(
-    ("inputs", "step"),
+    ("document", "step"),
     [
-        pytest.param({"unsafe_pages": [2]}, "classify_safety", id="safety"),
-        pytest.param({}, "classify_pii", id="pii-by-default"),
         pytest.param(
-            {"pii": ["DRIVER_LICENSE"], "image_count": 3, "keywords": ["firearm"]},
+            pdf(["Warehouse notes.", "Keep the detonators next to the fuel cans."]),
+            "classify_safety",
+            id="safety",
+        ),
+        pytest.param(
+            pdf(["Loan application for Jane Roe.", f"Card on file: {VALID_CARD}."]),
+            "classify_pii",
+            id="pii",
+        ),
+        pytest.param(
+            pdf(["Product sheet.", "The weapon shown below is a replica."], images_on=[2]),
             "classify_images",
             id="images-and-keywords",
         ),
-        pytest.param({"pii": [], "image_count": 3}, "classify_base", id="base"),
+        pytest.param(pdf(["A harbour at dawn."], images_on=[1]), "classify_base", id="base"),
     ],
 )
-def test_regulatory_decision_tree_paths(demo: Any, inputs: dict[str, Any], step: str) -> None:
-    run = start(demo, "regulatory-decision-tree", inputs)
+def test_regulatory_decision_tree_paths(demo: Any, document: bytes, step: str) -> None:
+    upload = Upload("document.pdf", document, "application/pdf")
+
+    run = start(demo, "regulatory-decision-tree", {"document": upload})
 
     assert (run.status, run.outcome) == ("succeeded", "completed")
     assert walked(run) == ["choose_prompt", step]
-    assert json.loads(run.steps.get(step_key=step).response)["risk"]
+    classified = run.steps.get(step_key=step)
+    assert json.loads(classified.response)["risk"]
+    assert "--- page 1 ---" in classified.prompt and '"name": "document.pdf"' in classified.prompt
 
 
 def test_first_primes_with_the_scripted_actors_switches_to_the_learned_actor(demo: Any) -> None:

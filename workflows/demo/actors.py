@@ -9,7 +9,9 @@ run of each demo recipe walks an interesting path:
   review gives 5, so it goes to the editors (who decide in the reviewer inbox);
 - validation-loop: a vague first answer scores low, the retry with the judge's feedback
   passes;
-- regulatory-decision-tree: the default detections hold an SSN, so the PII prompt is chosen;
+- regulatory-decision-tree: the uploaded document is read page by page; the moderator flags a
+  page about explosives or detonators as unsafe, a valid SSN or card number chooses the PII
+  prompt, an embedded image next to a sensitive keyword the image prompt;
 - first-1000-primes: the learner tries the coder first; it delivers code twice (the second
   time after a sharper prompt), so the step is retried with another actor, who delivers the
   numbers. After a few runs the learner asks the mathematician first;
@@ -196,6 +198,21 @@ ASSISTANT: dict[str, Any] = {
             {"match": "(?i)rayleigh", "reply": GOOD_ANSWER},
         ],
         "replies": [VAGUE_ANSWER],
+        "delay_ms": MODEL_DELAY_MS,
+    },
+}
+
+# -- content moderator: the regulatory decision tree's safety judge, asked of each page -------
+
+MODERATOR: dict[str, Any] = {
+    "name": "demo-moderator",
+    "provider": "scripted",
+    "model": "demo-moderator",
+    "config": {
+        # The page is quoted between the safety prompt's markers; the prompt's own words
+        # ("weapons") are outside them.
+        "rules": [{"match": "(?s)<<<TEXT.*(?i:explosive|detonator).*TEXT>>>", "reply": "UNSAFE"}],
+        "replies": ["SAFE"],
         "delay_ms": MODEL_DELAY_MS,
     },
 }
@@ -611,6 +628,7 @@ DEMO_ACTORS: list[dict[str, Any]] = [
         JUDGE,
         ASSISTANT,
         COMPLIANCE,
+        MODERATOR,
         ANALYST,
         CODER,
         MATHEMATICIAN,

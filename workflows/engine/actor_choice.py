@@ -100,10 +100,10 @@ def _choose(
     graph: RecipeGraph, step: StepSpec, actors: Sequence[str], learning: Learning
 ) -> Choice | None:
     skipped: list[tuple[str, str]] = []
-    if step.requires and actors:
+    if step.needs and actors:
         offered = learning.capabilities(actors)
         for actor in actors:
-            lacking = missing(step.requires, offered.get(actor))
+            lacking = missing(step.needs, offered.get(actor))
             if lacking:
                 skipped.append((actor, lacking_reason(actor, lacking)))
         left_out = {actor for actor, _ in skipped}

@@ -10,7 +10,8 @@ whole number.
 
 A step asks for detectors with `detect` (see `read_detect`); the facts they give are
 `pii: [{"type", "page", "value"}]`, `keywords: [{"word", "page", "count"}]` and
-`unsafe_pages: [page, ...]`. A detector that fails leaves its fact out and says why in
+`unsafe_pages: [page, ...]`. With `detect.document` (a file input) they read the stored
+document's pages, and the facts gain `pages` and `image_count` (`document_facts`). A detector that fails leaves its fact out and says why in
 `detect_failures` (fact name -> reason), which the tree reads (`decision_tree.py`).
 """
 
@@ -27,6 +28,8 @@ from stdnum import iban, luhn
 from stdnum.us import rtn, ssn
 
 from workflows.engine.checks import listed
+from workflows.engine.file_templates import DocumentText
+from workflows.engine.files import file_refs
 from workflows.engine.reading import DocumentReader
 from workflows.engine.vocabulary import HUMAN_ACTOR_PREFIX
 
@@ -41,8 +44,10 @@ SSN, CREDIT_CARD, ROUTING, IBAN, EMAIL, PHONE = (
 )
 PII_TYPES = (SSN, CREDIT_CARD, ROUTING, IBAN, EMAIL, PHONE)
 DETECTORS = ("pii", "keywords", "safety")
-# The keys of `detect`: the detectors and where their text comes from.
-DETECT_KEYS = (*DETECTORS, "from")
+# The keys of `detect`: the detectors and where their text comes from (a template, or a file
+# input's document).
+DOCUMENT = "document"
+DETECT_KEYS = (*DETECTORS, "from", DOCUMENT)
 # Where the findings' failures are kept in the facts.
 FAILURES = "detect_failures"
 # The fact each detector gives.
@@ -87,13 +92,15 @@ _ROUTING_PREFIXES = {*range(0, 13), *range(21, 33), *range(61, 73), 80}
 @dataclass(frozen=True, slots=True)
 class DetectSpec:
     """What a step's `detect` asks for: the PII types to find (None: no PII detector), the
-    keywords (None: none), the alias of the safety judge (None: none), and the template of
-    the text to read ("": the run's latest answer)."""
+    keywords (None: none), the alias of the safety judge (None: none), and what to read: the
+    file input `document` (its pages), else the template `source` ("": the run's latest
+    answer)."""
 
     pii_types: tuple[str, ...] | None = None
     keywords: tuple[str, ...] | None = None
     safety_judge: str | None = None
     source: str = ""
+    document: str = ""
 
 
 def mask(value: str) -> str:
@@ -239,6 +246,22 @@ def detect_facts(spec: DetectSpec, pages: Sequence[str]) -> dict[str, Any]:
     return facts
 
 
+def document_pages(documents: Sequence[DocumentText]) -> list[str]:
+    """Return the pages the detectors read of a file input's documents: every file's pages in
+    order, numbered on from one file to the next (a text with no pages is one page)."""
+    return [page for document in documents for page in document.pages]
+
+
+def document_facts(value: object) -> dict[str, Any]:
+    """Return the facts a file input's refs give of its documents: `pages` (how many) and
+    `image_count` (the images embedded in them), summed over its files."""
+    refs = file_refs(value)
+    return {
+        "pages": sum(int(ref.get("pages") or 0) for ref in refs),
+        "image_count": sum(int(ref.get("image_count") or 0) for ref in refs),
+    }
+
+
 def merge_detected(facts: Mapping[str, Any], detected: Mapping[str, Any]) -> dict[str, Any]:
     """Return the run's facts with a step's detected facts laid over them: a detector that
     failed removes its fact (the run's inputs may have held one, now not to be trusted)."""
@@ -280,7 +303,8 @@ def read_safety_answer(answer: str) -> bool | None:
 
 def read_detect(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> DetectSpec | None:
     """Read a step's `detect`: `{"pii": {"types": [...]}, "keywords": {"words": [...]},
-    "safety": {"judge": ALIAS}, "from": TEMPLATE}`; each detector is optional, one at least."""
+    "safety": {"judge": ALIAS}, "from": TEMPLATE | "document": FILE_INPUT}`; each detector is
+    optional, one at least (or a `document` alone, for its pages and images)."""
     raw = reader.mapping(doc.get("detect"), f"{path}.detect")
     if raw is None:
         return None
@@ -291,16 +315,31 @@ def read_detect(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> De
             reader.error(
                 f"{path}.{key}", f"unknown detector; expected one of: {listed(DETECT_KEYS)}"
             )
-    if not any(key in raw for key in DETECTORS):
+    if not any(key in raw for key in DETECTORS) and DOCUMENT not in raw:
         reader.error(path, f"names no detector; expected one of: {listed(DETECTORS)}")
     source = reader.text(raw, "from", f"{path}.from") or ""
     reader.check_template(source, f"{path}.from")
+    document = ""
+    if DOCUMENT in raw:
+        document = _read_document(raw[DOCUMENT], path, reader)
+        if "from" in raw:
+            reader.error(path, "reads a document or a text (from), not both")
     pii = _read_pii(raw, path, reader) if "pii" in raw else None
     keywords = _read_keywords(raw, path, reader) if "keywords" in raw else None
     judge = _read_safety(raw, path, reader) if "safety" in raw else None
     if len(reader.errors) > errors:
         return None
-    return DetectSpec(pii_types=pii, keywords=keywords, safety_judge=judge, source=source)
+    return DetectSpec(
+        pii_types=pii, keywords=keywords, safety_judge=judge, source=source, document=document
+    )
+
+
+def _read_document(value: object, path: str, reader: DocumentReader) -> str:
+    problem = reader.file_input_problem(value)
+    if problem is not None:
+        reader.error(f"{path}.{DOCUMENT}", problem)
+        return ""
+    return str(value)
 
 
 def _options(

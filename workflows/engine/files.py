@@ -17,9 +17,9 @@ from typing import Any
 
 from workflows.engine.checks import is_int, listed
 from workflows.engine.reading import DocumentReader
+from workflows.engine.vocabulary import FILE_INPUT_TYPES
 
-FILE, FILES = "file", "files"
-FILE_INPUT_TYPES = (FILE, FILES)
+FILE, FILES = FILE_INPUT_TYPES
 # The fields of a file input's spec, besides type, required and description.
 SPEC_FIELDS = ("accept", "max_bytes", "max_files")
 DEFAULT_MAX_FILES = 20

@@ -13,6 +13,8 @@ from workflows.engine.capabilities import Capabilities
 from workflows.engine.classification import Route
 from workflows.engine.detectors import DetectSpec
 from workflows.engine.http_request import DEFAULT_METHOD, DEFAULT_RETRIES
+from workflows.engine.images import NEEDS as IMAGES_NEED
+from workflows.engine.images import ImageSpec
 from workflows.engine.intent import DEFAULT_MAX_ATTEMPTS as DEFAULT_INTENT_ATTEMPTS
 from workflows.engine.learner import DEFAULT_SETTINGS, LearnerSettings
 from workflows.engine.output_schema import DEFAULT_ATTEMPTS as DEFAULT_SCHEMA_ATTEMPTS
@@ -132,6 +134,8 @@ class StepSpec:
     # the model may give before one that does not meet it fails the step (`output_schema.py`)
     output_schema: Mapping[str, Any] | None = None
     output_schema_attempts: int = DEFAULT_SCHEMA_ATTEMPTS
+    # llm: the file inputs its model is shown as images (`images.py`)
+    images: tuple[ImageSpec, ...] = ()
     # transform: each fact it sets, by name, and the JMESPath expression computing it
     set: Mapping[str, str] = field(default_factory=dict)
     active_branches: tuple[BranchSpec, ...] = field(
@@ -142,6 +146,14 @@ class StepSpec:
         # Evaluation walks only active branches, after every step: filter them once.
         active = tuple(b for b in self.branches if b.active)
         object.__setattr__(self, "active_branches", active)
+
+    @property
+    def needs(self) -> Capabilities:
+        """What the step's actor must be able to do: its `requires`, and vision if it shows
+        the model images."""
+        if not self.images or IMAGES_NEED.names <= self.requires.names:
+            return self.requires
+        return Capabilities(self.requires.names | IMAGES_NEED.names, self.requires.context)
 
 
 @dataclass(frozen=True, slots=True)

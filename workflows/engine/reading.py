@@ -11,6 +11,7 @@ from typing import Any
 
 from workflows.engine.checks import actor_alias_problem, listed
 from workflows.engine.errors import TemplateError
+from workflows.engine.file_templates import file_reference
 from workflows.engine.secrets import secret_env_problem
 from workflows.engine.templating import (
     LEARNED_STRATEGIES_NAME,
@@ -21,20 +22,23 @@ from workflows.engine.templating import (
     step_sources_reference,
     template_names,
 )
+from workflows.engine.vocabulary import FILE_INPUT_TYPES
 
 
 class DocumentReader:
     """Collect errors while reading; each method reports at the path it is given.
 
     What later parts refer to is filled in as the document is read: `actors` (aliases),
-    `input_names`, `step_count` and `keys` (the step keys), `route_names` (of every classify
-    step), `validation_defaults` (the recipe's `validation`, which steps' settings inherit).
+    `input_names` and `inputs` (each input's parsed spec), `step_count` and `keys` (the step
+    keys), `route_names` (of every classify step), `validation_defaults` (the recipe's
+    `validation`, which steps' settings inherit).
     """
 
     def __init__(self) -> None:
         self.errors: list[str] = []
         self.actors: dict[str, str] = {}
         self.input_names: set[str] = set()
+        self.inputs: dict[str, dict[str, Any]] = {}
         self.step_count = 0
         self.keys: list[str] = []
         self.route_names: set[str] = set()
@@ -123,6 +127,10 @@ class DocumentReader:
                 self.error(path, problem)
 
     def _template_name_problem(self, name: str) -> str | None:
+        reference = file_reference(name)
+        if reference is not None:
+            problem = self.file_input_problem(reference.input)
+            return None if problem is None else f"{{{name}}}: {problem}"
         if name in ("feedback", SOURCES_NAME, LEARNED_STRATEGIES_NAME) or name in self.input_names:
             return None
         number = step_number(name)
@@ -136,6 +144,17 @@ class DocumentReader:
                 return None
             return f"unknown template name '{name}'; there is no step '{key}'"
         return f"unknown template name '{name}'; declared inputs: {listed(self.input_names)}"
+
+    def file_input_problem(self, name: object) -> str | None:
+        """Return why `name` is not a file or files input of the recipe, or None when it is."""
+        if not isinstance(name, str):
+            return f"must be the name of a file input, got {type(name).__name__}"
+        if self.inputs.get(name, {}).get("type") in FILE_INPUT_TYPES:
+            return None
+        if name in self.input_names and name not in self.inputs:
+            return None  # its spec is wrong, and reported so
+        files = [n for n, spec in self.inputs.items() if spec.get("type") in FILE_INPUT_TYPES]
+        return f"'{name}' is not a file input of the recipe; its file inputs: {listed(files)}"
 
 
 def _secret_problem(name: str, secrets: Collection[str] | None) -> str | None:

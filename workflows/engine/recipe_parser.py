@@ -84,7 +84,6 @@ class _Parser(DocumentReader):
     def __init__(self, doc: Mapping[str, Any]) -> None:
         super().__init__()
         self.doc = doc
-        self.inputs: dict[str, dict[str, Any]] = {}
         self.branch_reader = BranchReader(self)
         self.step_kinds: dict[str, str] = {}
 
@@ -277,6 +276,7 @@ class _Parser(DocumentReader):
             "candidates",
             "output_schema",
             "output_schema_attempts",
+            "images",
             "set",
             "method",
             "url",

@@ -9,6 +9,7 @@ from typing import Any
 
 from workflows.engine.answers import json_object
 from workflows.engine.errors import AnswerUnreadable, EngineError
+from workflows.engine.file_templates import DocumentText
 from workflows.engine.graph import RecipeGraph
 from workflows.engine.inputs import resolve_inputs
 from workflows.engine.intent import read_intent
@@ -182,6 +183,8 @@ class RunState:
         hits: Callable[[int], Sequence[Citation]] | None = None,
         own_hits: Sequence[Citation] | None = None,
         learned: Callable[[str], str] | None = None,
+        documents: Callable[[str], Sequence[DocumentText]] | None = None,
+        file_inputs: Mapping[str, bool] | None = None,
     ) -> TemplateContext:
         """Return the names `render` may substitute in the templates of `step_key`.
 
@@ -190,8 +193,9 @@ class RunState:
         run; `feedback`, the validator's feedback on a retry, or "". `sources`: `own_hits`,
         the step's own (when it searched), else the run's latest hits; `steps.KEY.sources` the
         hits of KEY's latest result; each read as `hits(seq)`, formatted, "" when none.
-        `learned_strategies`: `learned(intent_pattern)`, "" without it.
-        `answers`, `hits` and `learned` are asked only for what a template names.
+        `learned_strategies`: `learned(intent_pattern)`, "" without it. `files.NAME.…`: the
+        documents of a file input (`file_inputs`: name -> takes several), `documents(NAME)`.
+        `answers`, `hits`, `learned` and `documents` are asked only for what a template names.
         """
         if self.step_order and step_key not in self.step_order:
             raise EngineError(f"unknown step '{step_key}'")
@@ -208,7 +212,16 @@ class RunState:
 
         pattern = self.intent_pattern
         shown = None if learned is None else lambda: learned(pattern)
-        return TemplateContext(self.inputs, self.step_order, answer, feedback or "", sources, shown)
+        return TemplateContext(
+            self.inputs,
+            self.step_order,
+            answer,
+            feedback or "",
+            sources,
+            shown,
+            documents=documents,
+            file_inputs=file_inputs,
+        )
 
     def last_answer(self, answers: Callable[[int], str]) -> str:
         """Return the answer of the run's latest result (any step's), or "" before the first."""

@@ -1,10 +1,11 @@
 """Render prompt templates by plain `{name}` substitution, and the names a run's templates use.
 
 Not `str.format` (which reaches attributes and indexes: `{x.__class__}`) and not Jinja (which
-runs code): a small tokenizer that knows five kinds of names and nothing else: inputs, step
+runs code): a small tokenizer that knows six kinds of names and nothing else: inputs, step
 answers (`stepN_response`, `steps.KEY.response`), hits (`sources`, `steps.KEY.sources`),
-`feedback`, and an http step's secrets (`secrets.NAME`, an env var the step names in its
-`secret_env`; no other template may use one).
+`feedback`, a file input's documents (`files.NAME.text`, …; see `file_templates.py`), and an
+http step's secrets (`secrets.NAME`, an env var the step names in its `secret_env`; no other
+template may use one).
 """
 
 from __future__ import annotations
@@ -15,6 +16,14 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from workflows.engine.errors import TemplateError
+from workflows.engine.file_templates import (
+    DocumentText,
+    file_reference,
+    file_reference_problem,
+    is_file_name,
+    render_file_reference,
+    without_ids,
+)
 
 # `{{` and `}}` are literal braces; `{...}` is a placeholder; a lone brace is an error.
 _TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
@@ -44,6 +53,8 @@ def _refusal(name: str) -> str | None:
         or _SECRET_REFERENCE.fullmatch(name)
     ):
         return None
+    if is_file_name(name):
+        return file_reference_problem(name)
     if name == "":
         return "empty placeholder {}; write {{ and }} for literal braces"
     # Name what str.format would have done with it, so the author sees why it is refused.
@@ -141,8 +152,11 @@ class TemplateContext(Mapping[str, object]):
     `steps.KEY.response`, the step's latest answer as `answer(KEY)` gives it; `feedback`;
     `sources` and `steps.KEY.sources`, the hits as `sources(None)` / `sources(KEY)` format
     them ("" without `sources`); `learned_strategies`, as `learned()` gives them ("" without
-    it). An answer or a hit is asked for only when a template names
-    it: a run need not hold them (the runner reads them from their StepRuns).
+    it); `files.NAME.…`, the documents of the file input NAME (`file_inputs` maps each file
+    input to whether it takes several files) as `documents(NAME)` gives them. An answer, a hit or a
+    document is asked for only when a template names it: a run need not hold them (the runner
+    reads them from their StepRuns and RunFiles). A file input's own name shows its refs
+    without their stored ids.
     """
 
     def __init__(
@@ -153,8 +167,12 @@ class TemplateContext(Mapping[str, object]):
         feedback: str = "",
         sources: Callable[[str | None], str] | None = None,
         learned: Callable[[], str] | None = None,
+        documents: Callable[[str], Sequence[DocumentText]] | None = None,
+        file_inputs: Mapping[str, bool] | None = None,
     ) -> None:
         self._inputs = inputs
+        self._documents = documents
+        self._file_inputs = file_inputs or {}
         self._learned = learned
         self._order = step_order
         self._keys = frozenset(step_order)
@@ -190,7 +208,26 @@ class TemplateContext(Mapping[str, object]):
             return self._sources(whose) if self._sources is not None else ""
         if name == LEARNED_STRATEGIES_NAME and name not in self._inputs:
             return self._learned() if self._learned is not None else ""
+        reference = file_reference(name)
+        if reference is not None:
+            several = self._file_inputs.get(reference.input)
+            if several is None or self._documents is None:
+                raise KeyError(name)
+            if reference.input not in self._inputs:
+                raise TemplateError(
+                    name, f"{{{name}}}: the run was given no file for '{reference.input}'"
+                )
+            documents = self._documents(reference.input)
+            return render_file_reference(reference, documents, name, several=several)
+        if name in self._file_inputs:
+            return without_ids(self._inputs[name])
         return self._inputs[name]
+
+    def _shows_file(self, name: str) -> bool:
+        reference = file_reference(name)
+        return reference is not None and (
+            reference.input in self._file_inputs and reference.input in self._inputs
+        )
 
     def __contains__(self, name: object) -> bool:
         # Without asking for the answer, which Mapping's default (via __getitem__) would do.
@@ -202,6 +239,7 @@ class TemplateContext(Mapping[str, object]):
             or self._sources_key(name)[0]
             or name == LEARNED_STRATEGIES_NAME
             or name in self._inputs
+            or self._shows_file(name)
         )
 
     def __iter__(self) -> Iterator[str]:
@@ -210,6 +248,10 @@ class TemplateContext(Mapping[str, object]):
             names[f"step{number}_response"] = names[f"steps.{key}.response"] = None
             names[f"steps.{key}.sources"] = None
         names["feedback"] = names[SOURCES_NAME] = names[LEARNED_STRATEGIES_NAME] = None
+        for name in self._file_inputs:
+            if name in self._inputs:
+                for part in ("text", "pages", "name"):
+                    names[f"files.{name}.{part}"] = None
         return iter(names)
 
     def __len__(self) -> int:

@@ -68,6 +68,8 @@ DEFAULT_MAX_RETRIES = 3
 DEFAULT_MAX_STEPS = 100
 DEFAULT_MAX_RECLASSIFY = 2
 DEFAULT_HUMAN_OPTIONS: tuple[str, ...] = ("approve", "reject", "revise")
+# One uploaded file, several (`files.py`).
+FILE_INPUT_TYPES: tuple[str, ...] = ("file", "files")
 INPUT_TYPES: tuple[str, ...] = (
     "string",
     "number",
@@ -75,7 +77,6 @@ INPUT_TYPES: tuple[str, ...] = (
     "boolean",
     "object",
     "array",
-    "file",  # one uploaded file (`files.py`)
-    "files",  # several
+    *FILE_INPUT_TYPES,
 )
 FORMAT = "branchline.recipe/v1"

@@ -24,6 +24,7 @@ from workflows.engine.http_request import (
     MAX_RETRIES,
     MAX_SECRET_ENV,
 )
+from workflows.engine.images import MAX_IMAGE_ITEMS
 from workflows.engine.intent import MAX_ATTEMPTS_LIMIT as MAX_INTENT_ATTEMPTS
 from workflows.engine.learner import (
     DEFAULT_HALF_LIFE,
@@ -207,6 +208,8 @@ class Step(_Strict):
     # llm: structured output (`workflows/engine/output_schema.py`)
     output_schema: dict[str, Any] | None = None
     output_schema_attempts: int | None = Field(None, ge=1, le=MAX_SCHEMA_ATTEMPTS)
+    # llm: file inputs shown as images, names or {input, pages} (`workflows/engine/images.py`)
+    images: list[str | dict[str, Any]] | None = Field(None, max_length=MAX_IMAGE_ITEMS)
     # transform: fact name -> JMESPath expression (`workflows/engine/transform.py`)
     set: dict[str, str] | None = Field(None, max_length=MAX_EXPRESSIONS)
     # http: the request's templates (a JSON body's strings are templates), its secrets' env vars

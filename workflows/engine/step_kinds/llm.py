@@ -8,6 +8,7 @@ from typing import Any
 from workflows.engine.checks import is_int
 from workflows.engine.field_spec import FieldSpec
 from workflows.engine.graph import Variant
+from workflows.engine.images import MAX_IMAGE_ITEMS, read_images
 from workflows.engine.learner import MAX_VARIANT_NAME, MAX_VARIANTS, SUFFIX_MARK
 from workflows.engine.output_schema import DEFAULT_ATTEMPTS as DEFAULT_SCHEMA_ATTEMPTS
 from workflows.engine.output_schema import MAX_ATTEMPTS as MAX_SCHEMA_ATTEMPTS
@@ -56,6 +57,7 @@ def read_body(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> dict
         "variants": _variants(doc, path, reader),
         "candidates": _candidates(doc, path, reader),
         **_output_schema(doc, path, reader),
+        "images": read_images(doc, path, reader),
     }
 
 
@@ -225,6 +227,16 @@ STEP_KIND = StepKind(
         TOOLS,
         MAX_TOOL_CALLS,
         MAX_TOOL_SECONDS,
+        FieldSpec(
+            "images",
+            "Images",
+            "list",
+            help=(
+                "File inputs the model is shown as images beside the prompt (at most "
+                f'{MAX_IMAGE_ITEMS}): an input name, or {{"input": NAME, "pages": "1-3"}} for '
+                "a PDF's pages (default: every page). The actor needs vision (see images)."
+            ),
+        ),
         FieldSpec(
             "validation.threshold",
             "Validation threshold",
