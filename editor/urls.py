@@ -33,6 +33,7 @@ urlpatterns = [
     path("runs/compare/", compare.run_compare, name="run-compare-page"),
     path("runs/<int:run_id>/", runs.run_monitor, name="run-monitor"),
     path("runs/<int:run_id>/header/", runs.run_header, name="run-header"),
+    path("runs/<int:run_id>/files/<uuid:file_id>/", runs.run_file, name="run-file"),
     path("runs/<int:run_id>/steps/<int:seq>/", runs.run_step_card, name="run-step-card"),
     path("runs/<int:run_id>/cancel/", runs.run_cancel_view, name="run-cancel-page"),
     path("runs/<int:run_id>/resume/", reruns.run_resume_view, name="run-resume-page"),

@@ -1,4 +1,9 @@
-"""Turn an uploaded file into text: plain text, Markdown, HTML, PDF or DOCX.
+"""Turn an uploaded file into text: plain text, Markdown, HTML, PDF or DOCX; read a run's file.
+
+`convert` gives a knowledge base a document's title and text. `read_document` reads a file given
+to a run (`runner/run_files.py`): its type sniffed from its bytes, its text page by page, the
+images it embeds, and for an image (PNG, JPEG, GIF, WEBP) its size, checked against
+RUN_FILE_MAX_PIXELS before anything is decoded.
 
 The text is Markdown-like whatever the source: headings become `#` lines (the chunker splits on
 them and a chunk cites them), paragraphs are separated by blank lines, table rows are cells
@@ -12,6 +17,7 @@ from __future__ import annotations
 import io
 import re
 import unicodedata
+import warnings
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -26,6 +32,7 @@ from django.conf import settings
 from docx.table import Table
 from docx.text.paragraph import Paragraph
 from lxml import etree
+from PIL import Image
 
 TEXT = "text"
 MARKDOWN = "markdown"
@@ -33,6 +40,7 @@ HTML = "html"
 PDF = "pdf"
 DOCX = "docx"
 FORMATS = (TEXT, MARKDOWN, HTML, PDF, DOCX)
+IMAGE = "image"  # a run's file only: knowledge bases take no images
 
 _EXTENSIONS = {
     ".txt": TEXT,
@@ -105,6 +113,33 @@ class Converted:
     text: str
 
 
+@dataclass(frozen=True)
+class DocumentRead:
+    """A file given to a run, read: `media_type` is what its bytes are, whatever its name or
+    the client said; an image has no text nor pages, and is its one image."""
+
+    format: str
+    media_type: str
+    text: str
+    pages: list[str]
+    image_count: int
+    width: int | None = None
+    height: int | None = None
+
+
+@dataclass(frozen=True)
+class _Read:
+    """What a converter reads: the title, the text of each page, the images embedded."""
+
+    title: str
+    pages: list[str]
+    image_count: int = 0
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(page for page in self.pages if page)
+
+
 def max_upload_bytes() -> int:
     """Return the largest file a knowledge base takes, in bytes."""
     return int(settings.KNOWLEDGE_MAX_UPLOAD_BYTES)
@@ -144,13 +179,33 @@ def convert(filename: str, data: bytes, content_type: str | None = None) -> Conv
     if not data:
         raise ConversionError("the file is empty")
     fmt = detect_format(name, data, content_type)
-    title, text = _CONVERTERS[fmt](data)
+    read = _CONVERTERS[fmt](data)
+    text = read.text
     check_text_length(len(text))
     text = clean_text(text)
     if not text.strip():
         raise ConversionError("the file holds no text")
-    title = " ".join((title or "").split()) or _stem(name) or "Untitled"
+    title = " ".join((read.title or "").split()) or _stem(name) or "Untitled"
     return Converted(title=title[:TITLE_MAX_CHARS], format=fmt, text=text)
+
+
+def read_document(filename: str, data: bytes, content_type: str | None = None) -> DocumentRead:
+    """Read a file given to a run; raise ConversionError (a message fit to show) if it cannot
+    be read. Its size is the caller's to bound (RUN_FILE_MAX_BYTES)."""
+    if not data:
+        raise ConversionError("the file is empty")
+    fmt, media_type = sniff_format(base_name(filename), data, content_type)
+    if fmt == IMAGE:
+        width, height = _image_size(data, media_type)
+        return DocumentRead(fmt, media_type, "", [], 1, width, height)
+    read = _CONVERTERS[fmt](data)
+    check_text_length(len(read.text))
+    pages = [clean_text(page) for page in read.pages]
+    text = "\n\n".join(page for page in pages if page)
+    if fmt not in (PDF, DOCX) and not text.strip():
+        # A PDF or DOCX may be all pictures (a scan); a text file of no text is a mistake.
+        raise ConversionError("the file holds no text")
+    return DocumentRead(fmt, media_type, text, pages, read.image_count)
 
 
 def base_name(filename: str) -> str:
@@ -191,6 +246,135 @@ def detect_format(name: str, data: bytes, content_type: str | None) -> str:
     raise ConversionError(
         f"unknown format{kind}; knowledge bases take text, Markdown, HTML, PDF and DOCX files"
     )
+
+
+# What a run's file is, by its first bytes: the formats that say so themselves.
+_IMAGE_SIGNATURES = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+_MEDIA_TYPES = {
+    TEXT: "text/plain",
+    MARKDOWN: "text/markdown",
+    HTML: "text/html",
+    PDF: "application/pdf",
+    DOCX: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+}
+# Names that promise a format its bytes must have (a zip named .pdf is no PDF).
+_BINARY_EXTENSIONS = {
+    ".pdf": "a PDF",
+    ".docx": "a DOCX",
+    ".png": "a PNG image",
+    ".jpg": "a JPEG image",
+    ".jpeg": "a JPEG image",
+    ".gif": "a GIF image",
+    ".webp": "a WEBP image",
+}
+_PILLOW_FORMATS = {
+    "image/png": "PNG",
+    "image/jpeg": "JPEG",
+    "image/gif": "GIF",
+    "image/webp": "WEBP",
+}
+
+
+def sniff_format(name: str, data: bytes, content_type: str | None) -> tuple[str, str]:
+    """Return a run's file's format and media type, from its bytes (a name or a declared type
+    only tells text from Markdown or HTML); refuse a file that is not what its name says."""
+    head = data[:1024]
+    sniffed = _sniffed_binary(head, data)
+    suffix = PurePosixPath(name.lower()).suffix
+    promised = _BINARY_EXTENSIONS.get(suffix)
+    if promised is not None and (
+        sniffed is None or _BINARY_EXTENSIONS.get(_extension_of(sniffed[1])) != promised
+    ):
+        actually = _what_it_is(head, sniffed)
+        raise ConversionError(f"the file is named {suffix} but is not {promised}{actually}")
+    if sniffed is not None:
+        return sniffed
+    if head.startswith(b"PK\x03\x04"):
+        raise ConversionError("the file is a zip archive, not a document")
+    if suffix in _NOT_READ:
+        raise ConversionError(
+            f"{_NOT_READ[suffix]} files are not read; save it as DOCX, PDF or text"
+        )
+    declared = (content_type or "").split(";")[0].strip().lower()
+    if not _looks_like_text(data):
+        raise ConversionError(
+            "unknown format; a run takes text, Markdown, HTML, PDF and DOCX files and PNG, "
+            "JPEG, GIF and WEBP images"
+        )
+    if head.lstrip().lower().startswith((b"<!doctype html", b"<html")):
+        fmt = HTML
+    elif _EXTENSIONS.get(suffix) in (MARKDOWN, HTML):
+        fmt = _EXTENSIONS[suffix]
+    elif _CONTENT_TYPES.get(declared) in (MARKDOWN, HTML) and suffix not in _EXTENSIONS:
+        fmt = _CONTENT_TYPES[declared]
+    else:
+        fmt = TEXT
+    return fmt, _MEDIA_TYPES[fmt]
+
+
+def _sniffed_binary(head: bytes, data: bytes) -> tuple[str, str] | None:
+    if head.lstrip().startswith(b"%PDF-"):
+        return PDF, _MEDIA_TYPES[PDF]
+    for signature, media_type in _IMAGE_SIGNATURES:
+        if head.startswith(signature):
+            return IMAGE, media_type
+    if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
+        return IMAGE, "image/webp"
+    if head.startswith(b"PK\x03\x04") and (
+        b"word/" in data[:65536] or b"[Content_Types].xml" in data[:65536]
+    ):
+        return DOCX, _MEDIA_TYPES[DOCX]
+    return None
+
+
+def _extension_of(media_type: str) -> str:
+    return {
+        "application/pdf": ".pdf",
+        _MEDIA_TYPES[DOCX]: ".docx",
+        "image/png": ".png",
+        "image/jpeg": ".jpg",
+        "image/gif": ".gif",
+        "image/webp": ".webp",
+    }.get(media_type, "")
+
+
+def _what_it_is(head: bytes, sniffed: tuple[str, str] | None) -> str:
+    if sniffed is not None:
+        return f" (it is {_BINARY_EXTENSIONS[_extension_of(sniffed[1])]})"
+    if head.startswith(b"PK\x03\x04"):
+        return " (it is a zip archive)"
+    return ""
+
+
+def _image_size(data: bytes, media_type: str) -> tuple[int, int]:
+    """Return an image's width and height from its header, refusing one of more pixels than
+    RUN_FILE_MAX_PIXELS (a decompression bomb) before it is decoded, or a broken one."""
+    limit = int(settings.RUN_FILE_MAX_PIXELS)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data), formats=[_PILLOW_FORMATS[media_type]]) as image:
+                width, height = image.size
+                if width * height > limit:
+                    raise ConversionError(
+                        f"the image is {width:,} x {height:,} pixels; at most {limit:,} pixels "
+                        "are read (it may be a decompression bomb)"
+                    )
+                image.verify()
+    except ConversionError:
+        raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise ConversionError(
+            "the image declares more pixels than are read (it may be a decompression bomb)"
+        ) from None
+    except Exception as exc:  # Pillow raises many kinds on malformed files
+        raise ConversionError(f"the image cannot be read: {_reason(exc)}") from None
+    return width, height
 
 
 def _looks_like_text(data: bytes) -> bool:
@@ -283,13 +467,13 @@ def clean_text(text: str) -> str:
 # Plain text and Markdown ------------------------------------------------------------------------
 
 
-def _text(data: bytes) -> tuple[str, str]:
-    return "", decode_text(data) or ""
+def _text(data: bytes) -> _Read:
+    return _Read("", [decode_text(data) or ""])
 
 
-def _markdown(data: bytes) -> tuple[str, str]:
+def _markdown(data: bytes) -> _Read:
     text = atx_headings(clean_text(decode_text(data) or ""))
-    return first_heading(text, level=1), text
+    return _Read(first_heading(text, level=1), [text])
 
 
 def atx_headings(text: str) -> str:
@@ -389,7 +573,7 @@ _BLOCK_TAGS = {
 _HEADING_TAGS = {f"h{level}": level for level in range(1, 7)}
 
 
-def _html(data: bytes) -> tuple[str, str]:
+def _html(data: bytes) -> _Read:
     # lxml's parser calls the target back as it reads (no tree is built): linear in the size
     # of the page however its tags nest, and no limit on their depth.
     markup = UnicodeDammit(data, is_html=True).unicode_markup or ""
@@ -403,7 +587,7 @@ def _html(data: bytes) -> tuple[str, str]:
     except (etree.LxmlError, ValueError) as exc:
         raise ConversionError(f"the HTML cannot be read: {_reason(exc)}") from None
     text = join_blocks(target.blocks)
-    return target.title or first_heading(text, level=1), text
+    return _Read(target.title or first_heading(text, level=1), [text])
 
 
 def _capped(blocks: Iterable[tuple[str, str]]) -> Iterator[tuple[str, str]]:
@@ -553,24 +737,73 @@ class _HtmlText:
 # PDF --------------------------------------------------------------------------------------------
 
 
-def _pdf(data: bytes) -> tuple[str, str]:
+def _pdf(data: bytes) -> _Read:
     try:
         reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not _opens_without_password(reader):
             raise ConversionError("the PDF is encrypted (password protected) and cannot be read")
         pages = []
         total = 0
-        for page in reader.pages:
+        images = 0
+        for number, page in enumerate(reader.pages, start=1):
+            _check_inflation(page, number)
             pages.append((page.extract_text() or "").strip())
             total += len(pages[-1]) + 2
             check_text_length(total)
+            images += _page_images(page)
         metadata = reader.metadata
         title = str(metadata.title or "") if metadata is not None else ""
     except ConversionError:
         raise
     except Exception as exc:  # pypdf raises many kinds on malformed files
         raise ConversionError(f"the PDF cannot be read: {_reason(exc)}") from None
-    return title, "\n\n".join(page for page in pages if page)
+    return _Read(title, pages, images)
+
+
+def _check_inflation(page: Any, number: int) -> None:
+    """Refuse a page whose content inflates past pypdf's bound (a zip bomb in a PDF): its
+    text extraction would pass over it and read the page as blank."""
+    try:
+        contents = page.get_contents()
+        if contents is not None:
+            contents.get_data()
+    except pypdf.errors.LimitReachedError:
+        raise ConversionError(
+            f"page {number} of the PDF inflates beyond what is read (it may be a zip bomb)"
+        ) from None
+    except Exception:  # anything else is the text extraction's to judge
+        pass
+
+
+# XObjects looked at per page at most: a page's forms may nest, or loop back on themselves.
+_MAX_XOBJECTS_PER_PAGE = 10_000
+
+
+def _page_images(page: Any) -> int:
+    """Count the image XObjects a PDF page draws from (in its forms too), none decoded."""
+    seen: set[int] = set()
+    count = 0
+    resources = [page.get("/Resources")]
+    while resources and len(seen) < _MAX_XOBJECTS_PER_PAGE:
+        found = resources.pop()
+        found = found.get_object() if found is not None else None
+        xobjects = found.get("/XObject") if isinstance(found, dict) else None
+        xobjects = xobjects.get_object() if xobjects is not None else None
+        if not isinstance(xobjects, dict):
+            continue
+        for reference in xobjects.values():
+            key = getattr(reference, "idnum", None) or id(reference)
+            if key in seen:
+                continue
+            seen.add(key)
+            xobject = reference.get_object()
+            if not isinstance(xobject, dict):
+                continue
+            if xobject.get("/Subtype") == "/Image":
+                count += 1
+            elif xobject.get("/Subtype") == "/Form":
+                resources.append(xobject.get("/Resources"))
+    return count
 
 
 def _opens_without_password(reader: pypdf.PdfReader) -> bool:
@@ -584,22 +817,34 @@ def _opens_without_password(reader: pypdf.PdfReader) -> bool:
 # DOCX -------------------------------------------------------------------------------------------
 
 
-def _docx(data: bytes) -> tuple[str, str]:
-    check_docx_archive(data)
+def _docx(data: bytes) -> _Read:
+    images = check_docx_archive(data)
     try:
         document = docx.Document(io.BytesIO(data))
         title = document.core_properties.title or ""
-        text = join_blocks(_capped(_docx_blocks(document)))
+        pages = _docx_pages(_capped(_docx_blocks(document)))
     except ConversionError:
         raise
     except Exception as exc:  # python-docx and lxml raise many kinds on malformed files
         raise ConversionError(f"the DOCX cannot be read: {_reason(exc)}") from None
-    return title or first_heading(text, level=1) or first_heading(text), text
+    text = "\n\n".join(page for page in pages if page)
+    return _Read(title or first_heading(text, level=1) or first_heading(text), pages, images)
 
 
-def check_docx_archive(data: bytes) -> None:
+def _docx_pages(blocks: Iterable[tuple[str, str]]) -> list[str]:
+    """Join the blocks into pages, a new one at each page break the document has."""
+    pages: list[list[tuple[str, str]]] = [[]]
+    for block in blocks:
+        if block[0] == _PAGE_BREAK:
+            pages.append([])
+        else:
+            pages[-1].append(block)
+    return [join_blocks(page) for page in pages]
+
+
+def check_docx_archive(data: bytes) -> int:
     """Refuse a DOCX that is not a zip, not a Word document, or a zip bomb (from its directory,
-    before anything is decompressed)."""
+    before anything is decompressed); return how many pictures it holds (in word/media/)."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError):
@@ -629,15 +874,48 @@ def check_docx_archive(data: bytes) -> None:
                 )
         if "word/document.xml" not in archive.namelist():
             raise ConversionError("the DOCX is not a Word document (it has no word/document.xml)")
+        return sum(
+            1
+            for entry in entries
+            if entry.filename.startswith("word/media/") and not entry.is_dir()
+        )
+
+
+# A block that is no text: where a DOCX starts a new page.
+_PAGE_BREAK = "page"
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 
 
 def _docx_blocks(document: Any) -> Iterator[tuple[str, str]]:
     for item in document.iter_inner_content():
         if isinstance(item, Paragraph):
+            page_break = _page_break(item)
+            if page_break == "before":
+                yield _PAGE_BREAK, ""
             if block := _docx_paragraph(item):
                 yield (_ITEM if block.startswith("- ") else ""), block
+            if page_break == "after":
+                yield _PAGE_BREAK, ""
         elif isinstance(item, Table):
             yield from ((_ROW, row) for row in _docx_table(item))
+
+
+def _page_break(paragraph: Paragraph) -> str:
+    """Where a paragraph's explicit page break puts a new page: "before" it (the break comes
+    before its text, or its style says so), "after" it, or "" (none)."""
+    element = paragraph._p
+    properties = element.pPr
+    if properties is not None:
+        before = properties.find(f"{_W}pageBreakBefore")
+        if before is not None and before.get(f"{_W}val") not in ("0", "false", "off"):
+            return "before"
+    text_seen = False
+    for node in element.iter(f"{_W}t", f"{_W}br"):
+        if node.tag == f"{_W}t":
+            text_seen = text_seen or bool(node.text and node.text.strip())
+        elif node.get(f"{_W}type") == "page":
+            return "after" if text_seen else "before"
+    return ""
 
 
 def _docx_paragraph(paragraph: Paragraph) -> str:
@@ -673,7 +951,7 @@ def _reason(exc: Exception) -> str:
     return text or type(exc).__name__
 
 
-_CONVERTERS: dict[str, Callable[[bytes], tuple[str, str]]] = {
+_CONVERTERS: dict[str, Callable[[bytes], _Read]] = {
     TEXT: _text,
     MARKDOWN: _markdown,
     HTML: _html,

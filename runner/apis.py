@@ -23,11 +23,12 @@ from workflows.apis.pagination import (
     link_header,
     next_link,
 )
-from workflows.apis.schema import WHOLE_NUMBER_MAX, JSONObjectField, StrictText, errors
+from workflows.apis.parsers import FormParser, JSONParser
+from workflows.apis.schema import JSON, WHOLE_NUMBER_MAX, JSONObjectField, StrictText, errors
 from workflows.selectors import recipe_get
 from workflows.validators import whole_number
 
-from . import compare, human, reruns, review_queue, selectors, services
+from . import compare, file_apis, human, reruns, review_queue, run_files, selectors, services
 from .events import serialize_event
 from .idempotency import HEADER, MAX_KEY_LENGTH, respond_once
 from .inputs import InputsInvalid
@@ -321,9 +322,14 @@ class RunOutput(serializers.ModelSerializer):
 class RunDetailOutput(RunOutput):
     steps = serializers.SerializerMethodField()
     tasks = serializers.SerializerMethodField()
+    files = file_apis.RunFileOutput(
+        many=True,
+        read_only=True,
+        help_text="the files given to its file inputs (GET runs/{id}/files/{file} downloads one)",
+    )
 
     class Meta(RunOutput.Meta):
-        fields = [*RunOutput.Meta.fields, "steps", "tasks"]
+        fields = [*RunOutput.Meta.fields, "files", "steps", "tasks"]
 
     # A run just queued has no steps or tasks yet: its start answers without looking.
     STARTED = "started"
@@ -364,27 +370,56 @@ def refusing_unstartable(start: Callable[[], Response]) -> Callable[[], Response
             return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
         except services.RunNotStartable as exc:
             return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
+        except run_files.TooManyUploads as exc:
+            return too_many_uploads(exc)
 
     return answer
 
 
+def too_many_uploads(exc: run_files.TooManyUploads) -> Response:
+    return Response(
+        {"errors": [str(exc)]},
+        status=status.HTTP_429_TOO_MANY_REQUESTS,
+        headers={"Retry-After": str(exc.retry_after)},
+    )
+
+
 class RecipeRunsApi(APIView):
+    parser_classes = [JSONParser, FormParser, file_apis.RunFilesParser]
+
     @extend_schema(
-        request=RunStartInput,
+        # A multipart upload is read too (`file_apis.multipart_start`), but not in the
+        # schema: daphne (Twisted) answers a multipart body it cannot parse with a bare 400
+        # before the app sees it. JSON takes files in base64.
+        request={JSON: RunStartInput},
         parameters=[IDEMPOTENCY_KEY],
-        responses={201: RunDetailOutput, **errors(409, 422)},
+        responses={201: RunDetailOutput, **errors(409, 422, 429)},
     )
     def post(self, request: Request, slug: str) -> Response:
-        """Start a run; `script` makes it a dry run with scripted answers per actor alias."""
+        """Start a run; `script` makes it a dry run with scripted answers per actor alias.
+
+        A file input takes an upload: in JSON `{"name", "content_base64", "media_type"}` (a list
+        of them for a files input); or the request is multipart/form-data, with a file field
+        named by each file input (repeated for a files input), the other inputs in an `inputs`
+        field of JSON or a field each, and `script`, `version`, `classification` as fields."""
         recipe = recipe_get(user=request.user, slug=slug)
-        data = RunStartInput(data=request.data)
+        asked = request.data
+        uploads: dict[str, Any] = {}
+        if request.content_type.startswith(file_apis.MULTIPART):
+            asked = file_apis.multipart_start(request, recipe)
+            # The uploads join the inputs once the rest of the body has been checked.
+            uploads = {k: v for k, v in asked["inputs"].items() if k in request.FILES}
+            asked["inputs"] = {k: v for k, v in asked["inputs"].items() if k not in uploads}
+        data = RunStartInput(data=asked)
         data.is_valid(raise_exception=True)
 
         def start() -> Response:
             run = services.run_start(
                 user=request.user,
                 recipe=recipe,
-                inputs=data.validated_data["inputs"],
+                inputs={**data.validated_data["inputs"], **uploads}
+                if uploads
+                else data.validated_data["inputs"],
                 script=data.validated_data.get("script"),
                 version=data.validated_data.get("version"),
                 classification=data.validated_data.get("classification"),
@@ -409,7 +444,7 @@ class RecipeRunBatchApi(APIView):
     @extend_schema(
         request=RunBatchInput,
         parameters=[IDEMPOTENCY_KEY],
-        responses={201: RunBatchOutput, **errors(409, 422)},
+        responses={201: RunBatchOutput, **errors(409, 422, 429)},
     )
     def post(self, request: Request, slug: str) -> Response:
         """Start a run for each item of `runs`, all of them or none: a 400 lists every item's
@@ -533,14 +568,15 @@ class RunForkInput(StrictText, serializers.Serializer):
     inputs = JSONObjectField(
         required=False,
         allow_null=True,
-        help_text="inputs that replace the parent's of those names (null drops one)",
+        help_text="inputs that replace the parent's of those names (null drops one); a file "
+        "input's as {name, content_base64, media_type} (the parent's files are copied)",
     )
     version = _version_field("another published version of the recipe (it must have the steps)")
     script = ScriptField(required=False, allow_null=True, default=None)
 
 
 class RunForkApi(APIView):
-    @extend_schema(request=RunForkInput, responses={201: RunDetailOutput})
+    @extend_schema(request=RunForkInput, responses={201: RunDetailOutput, **errors(429)})
     def post(self, request: Request, run_id: int) -> Response:
         """Start a new run from one of this run's steps: with copies of the steps before it,
         and optionally another answer for it, other inputs, another version or a script.
@@ -563,6 +599,8 @@ class RunForkApi(APIView):
             )
         except reruns.RerunInvalid as exc:
             return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
+        except run_files.TooManyUploads as exc:
+            return too_many_uploads(exc)
         fork = selectors.run_get(user=request.user, run_id=fork.pk)
         return Response(RunDetailOutput(fork).data, status=status.HTTP_201_CREATED)
 

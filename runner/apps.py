@@ -10,6 +10,8 @@ class RunnerConfig(AppConfig):
         """Set up tracing once in every process that loads the apps: web servers (and the
         embedded worker inside them), `celery worker` (its pool's forks restart the export
         thread), management commands. Off unless an OTLP endpoint is set."""
-        from . import tracing  # it reads the models, which load only once the apps are ready
+        # They read the models, which load only once the apps are ready; run_files's receiver
+        # deletes a run's files' blobs with their rows.
+        from . import run_files, tracing  # noqa: F401
 
         tracing.setup()

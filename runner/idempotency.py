@@ -82,8 +82,23 @@ def _replay(earlier: IdempotentRequest, fingerprint: str) -> Response:
 
 def _fingerprint(request: Request) -> str:
     body = json.dumps(request.data, sort_keys=True, cls=DjangoJSONEncoder, default=str)
-    text = f"{request.method} {request.path}\n{body}"
+    text = f"{request.method} {request.path}\n{body}\n{_uploads_digest(request)}"
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _uploads_digest(request: Request) -> str:
+    """The files a multipart request uploads, by field and content (another file under the same
+    key is another request)."""
+    files = request.FILES
+    digests = []
+    for field in sorted(files):
+        for uploaded in files.getlist(field):
+            digest = hashlib.sha256()
+            for chunk in uploaded.chunks():
+                digest.update(chunk)
+            uploaded.seek(0)
+            digests.append(f"{field}:{digest.hexdigest()}")
+    return " ".join(digests)
 
 
 def _error(code: int, message: str) -> Response:

@@ -6,6 +6,9 @@ import json
 import math
 from typing import Any
 
+from workflows.engine import files
+from workflows.engine.inputs import input_type_problem
+
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
     "number": (int, float),
@@ -39,6 +42,13 @@ def check_inputs(schema: dict[str, dict[str, Any]], inputs: object) -> dict[str,
                 errors.append(f"inputs.{name}: required")
             continue
         value = inputs[name]
+        if files.is_file_type(type_name):
+            # By now a ref to a stored file (`run_files.take_uploads` turned the upload into one).
+            if problem := input_type_problem(type_name, value):
+                errors.append(f"inputs.{name}: {problem}")
+            else:
+                checked[name] = value
+            continue
         expected = _TYPES.get(type_name, (object,))
         # bool is an int in Python; a number input must not accept true/false.
         if not isinstance(value, expected) or (isinstance(value, bool) and type_name != "boolean"):

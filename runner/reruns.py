@@ -29,7 +29,7 @@ from workflows import engine
 from workflows.engine.replay import RecordedStep, replay
 from workflows.models import Recipe, RecipeVersion
 
-from . import dispatch, events, store
+from . import dispatch, events, run_files, store
 from .inputs import InputsInvalid, check_inputs
 from .models import ModelCall, Run, RunEvent, StepRun
 from .selectors import run_steps
@@ -208,9 +208,20 @@ def run_fork(
             f"steps the fork copies or runs"
         )
     checked_inputs: dict[str, Any] = {}
+    files: list[run_files.PendingFile] = []
     try:
-        merged = {**run.inputs, **(inputs or {})}
-        checked_inputs = check_inputs(document.get("inputs", {}), merged)
+        schema = document.get("inputs", {})
+        given_inputs = inputs or {}
+        run_files.take_upload_slots(user, run_files.upload_count(schema, given_inputs))
+        uploaded, files = run_files.take_uploads(
+            {name: spec for name, spec in schema.items() if name in given_inputs}, given_inputs
+        )
+        # The parent's files are copied: each run owns its files (and deletes them with it).
+        kept, copies = run_files.copies_for(
+            run.pk, {name: value for name, value in run.inputs.items() if name not in given_inputs}
+        )
+        files += copies
+        checked_inputs = check_inputs(schema, {**kept, **uploaded})
     except InputsInvalid as exc:
         errors += exc.errors
     checked_script: dict[str, Any] | None = None
@@ -268,8 +279,9 @@ def run_fork(
         forked_at_seq=at_seq,
         enqueued_at=timezone.now(),
     )
-    with transaction.atomic():
+    with run_files.storing() as keep, transaction.atomic():
         store.start(fork, [events.run_queued(version=pinned.number)], history=history)
+        keep(fork.pk, files)
         dispatch.send_on_commit(fork.pk)
     return fork
 

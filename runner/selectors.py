@@ -9,7 +9,7 @@ from django.http import Http404
 from workflows.models import Recipe
 from workflows.selectors import recipes_visible_to
 
-from .models import BranchEvaluation, HumanTask, ModelCall, Run, StepRun
+from .models import BranchEvaluation, HumanTask, ModelCall, Run, RunFile, StepRun
 from .status import TaskStatus
 
 
@@ -56,6 +56,17 @@ def run_get(*, user: AbstractBaseUser | AnonymousUser, run_id: int) -> Run:
     if run is None:
         raise Http404(f"No run {run_id}.")
     return run
+
+
+def run_file_get(
+    *, user: AbstractBaseUser | AnonymousUser, run_id: int, file_id: object
+) -> RunFile:
+    """Return a file of a run the user may see; any other is no file (404), as for the run."""
+    run = run_get(user=user, run_id=run_id)
+    found = RunFile.objects.filter(run=run, pk=file_id).first()
+    if found is None:
+        raise Http404(f"No file {file_id} of run {run_id}.")
+    return found
 
 
 def run_steps(run: Run) -> QuerySet[StepRun]:

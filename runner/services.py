@@ -13,7 +13,7 @@ from django.utils import timezone
 from workflows import engine
 from workflows.models import Recipe, RecipeVersion
 
-from . import dispatch, events, store, tracing
+from . import dispatch, events, run_files, store, tracing
 from .claims import SCRIPTED_TIMEOUT
 from .human import tasks_close_for_run
 from .inputs import InputsInvalid, check_inputs
@@ -180,11 +180,17 @@ def _start_runs(
             f"version: {pinned.label} of '{recipe.slug}' cannot run: {'; '.join(exc.errors)}"
         ) from None
     schema = document.get("inputs", {})
+    # Counted before any is read: a flood of refused uploads is still a flood.
+    run_files.take_upload_slots(
+        user, sum(run_files.upload_count(schema, item.get("inputs")) for item in items)
+    )
     runs: list[Run] = []
+    files: list[list[run_files.PendingFile]] = []
     errors: list[str] = []
     for index, item in enumerate(items):
         try:
-            checked_inputs = check_inputs(schema, item.get("inputs"))
+            with_refs, pending = run_files.take_uploads(schema, item.get("inputs"))
+            checked_inputs = check_inputs(schema, with_refs)
             checked_script = check_script(item.get("script"), graph)
         except InputsInvalid as exc:
             prefix = f"runs[{index}]." if name_items else ""
@@ -205,13 +211,28 @@ def _start_runs(
                 trigger=trigger,
             )
         )
+        files.append(pending)
     if errors:
         raise InputsInvalid(errors)
-    with transaction.atomic():
+    with run_files.storing() as keep, transaction.atomic():
         store.start_many(runs, [events.run_queued(version=pinned.number)])
+        for run, pending in zip(runs, files, strict=True):
+            keep(run.pk, pending)
         for run in runs:
             dispatch.send_on_commit(run.pk)
     return runs
+
+
+def input_schema(recipe: Recipe, version: int | None = None) -> dict[str, Any]:
+    """The inputs the version of the recipe a run would start on takes (none when it cannot
+    start: starting it says why)."""
+    try:
+        pinned = _version_to_run(recipe, version, None)
+        _, document = version_graph(pinned.pk, pinned.created_at)
+    except (RunNotStartable, engine.RecipeInvalid):
+        return {}
+    schema = document.get("inputs", {})
+    return schema if isinstance(schema, dict) else {}
 
 
 def _version_to_run(

@@ -3,7 +3,9 @@ from __future__ import annotations
 from workflows.urls import SLUG, api
 from workflows.validators import WHOLE_NUMBER
 
-from . import apis
+from . import apis, file_apis
+
+UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 # Ids are whole numbers in ASCII digits that fit a bigint: any other is no run or task (404).
 urlpatterns = [
@@ -16,6 +18,11 @@ urlpatterns = [
     api(f"runs/(?P<run_id>{WHOLE_NUMBER})/resume", apis.RunResumeApi.as_view(), "run-resume"),
     api(f"runs/(?P<run_id>{WHOLE_NUMBER})/fork", apis.RunForkApi.as_view(), "run-fork"),
     api(f"runs/(?P<run_id>{WHOLE_NUMBER})/events", apis.RunEventsApi.as_view(), "run-events"),
+    api(
+        f"runs/(?P<run_id>{WHOLE_NUMBER})/files/(?P<file_id>{UUID})",
+        file_apis.RunFileApi.as_view(),
+        "run-file",
+    ),
     api("tasks", apis.TaskListApi.as_view(), "task-list"),
     api(f"tasks/(?P<task_id>{WHOLE_NUMBER})/decide", apis.TaskDecideApi.as_view(), "task-decide"),
     api(f"tasks/(?P<task_id>{WHOLE_NUMBER})/claim", apis.TaskClaimApi.as_view(), "task-claim"),

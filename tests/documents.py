@@ -53,3 +53,48 @@ def encrypted_pdf(text: str = "Secret") -> bytes:
     document.add_page()
     document.cell(0, 10, text)
     return bytes(document.output())
+
+
+def huge_png(width: int = 100_000, height: int = 100_000) -> bytes:
+    """A small PNG whose header declares `width` x `height` pixels (a decompression bomb)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        crc = zlib.crc32(kind + body) & 0xFFFFFFFF
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    pixels = zlib.compress(b"\0" * 64)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    )
+
+
+def inflating_pdf(megabytes: int = 100) -> bytes:
+    """A PDF of one page whose content stream is a hundred KB or so that inflates to
+    `megabytes` MB (a zip bomb in a PDF; pypdf stops inflating at 75 MB)."""
+    import zlib
+
+    compressor = zlib.compressobj(9)
+    chunk = b"0 0 m " * (1024 * 1024 // 6)
+    stream = b"".join(compressor.compress(chunk) for _ in range(megabytes)) + compressor.flush()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+    ]
+    out = b"%PDF-1.7\n"
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return out

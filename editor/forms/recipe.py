@@ -20,6 +20,7 @@ from workflows.engine.budget import (
     MAX_TOKENS_LIMIT,
     MIN_COST_LIMIT,
 )
+from workflows.engine.files import DEFAULT_MAX_FILES, FILES, MAX_FILES, is_file_type
 from workflows.engine.vocabulary import INPUT_TYPES
 from workflows.models import SLUG_VALIDATOR, Recipe
 from workflows.validators import RESERVED_SLUGS, json_value_errors, whole_number
@@ -141,6 +142,22 @@ class InputForm(forms.Form):
         required=False, help_text="JSON for numbers, booleans, objects and arrays."
     )
     description = forms.CharField(required=False)
+    # A file or files input's (`workflows.engine.files`).
+    accept = forms.CharField(
+        required=False,
+        max_length=1000,
+        help_text="File inputs: the media types taken, separated by commas (e.g. "
+        "application/pdf, image/*). Empty: any type.",
+    )
+    max_bytes = forms.IntegerField(
+        required=False, min_value=1, help_text="File inputs: the largest file, in bytes."
+    )
+    max_files = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_FILES,
+        help_text=f"Files inputs: how many files at most (default {DEFAULT_MAX_FILES}).",
+    )
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"].strip()
@@ -148,9 +165,30 @@ class InputForm(forms.Form):
             raise ValidationError("Use letters, digits and _ (not starting with a digit).")
         return name
 
+    def clean_accept(self) -> list[str]:
+        raw = self.cleaned_data.get("accept") or ""
+        return [item.strip().lower() for item in raw.split(",") if item.strip()]
+
+    def file_spec(self) -> dict[str, Any]:
+        """The file fields of the input's spec, those given."""
+        data = self.cleaned_data
+        spec: dict[str, Any] = {}
+        if data.get("accept"):
+            spec["accept"] = data["accept"]
+        for name in ("max_bytes", "max_files"):
+            if data.get(name) is not None:
+                spec[name] = data[name]
+        return spec
+
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         data["type"] = data.get("type") or "string"
+        kind = data["type"]
+        for name in ("accept", "max_bytes", "max_files"):
+            if data.get(name) not in (None, "", []) and not is_file_type(kind):
+                self.add_error(name, "Only a file or files input takes this.")
+        if data.get("max_files") is not None and is_file_type(kind) and kind != FILES:
+            self.add_error("max_files", "Only a files input takes several files.")
         raw = data.get("default", "")
         if raw in ("", None):
             data["default"] = None
@@ -206,6 +244,11 @@ def _input_initial(name: str, spec: Any) -> dict[str, Any]:
         if isinstance(default, str)
         else json.dumps(default),
         "description": as_text(spec.get("description")),
+        "accept": ", ".join(a for a in spec.get("accept") or [] if isinstance(a, str))
+        if isinstance(spec.get("accept"), list)
+        else "",
+        "max_bytes": spec.get("max_bytes"),
+        "max_files": spec.get("max_files"),
     }
 
 
@@ -282,6 +325,7 @@ class RecipeSettings:
                 spec["default"] = data["default"]
             if data.get("description"):
                 spec["description"] = data["description"]
+            spec.update(form.file_spec())
             inputs[data["name"]] = spec
         actors: dict[str, str] = {}
         for form in self.actors.forms:

@@ -8,6 +8,8 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
+from runner.run_files import max_bytes, upload_of
+from workflows.engine.files import DEFAULT_MAX_FILES, FILES, describe_accept, is_file_type
 from workflows.models import Recipe
 
 from .fields import StorableJSONField, normalise_newlines
@@ -87,6 +89,47 @@ class RecipeTestForm(forms.Form):
         return keys
 
 
+class MultipleFileInput(forms.FileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """Several files in one field (a `files` input): a list of them, in the order chosen."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data: Any, initial: Any = None) -> Any:
+        one = super().clean
+        if isinstance(data, (list, tuple)):
+            return [one(item, initial) for item in data]
+        return [one(data, initial)] if data else []
+
+
+def file_field(kind: str, spec: dict[str, Any], *, required: bool, label: str) -> forms.Field:
+    """The run form's field of a file input: the browser told what it accepts and how large
+    a file may be; the run checks it all the same (`runner.run_files.take_uploads`)."""
+    accept = spec.get("accept") if isinstance(spec.get("accept"), list) else None
+    limit = max_bytes(spec)
+    attrs = {"data-file-drop": "", "data-max-bytes": str(limit)}
+    if accept:
+        attrs["accept"] = ",".join(accept)
+    help_text = f"{describe_accept(accept)}; at most {limit:,} bytes"
+    field: forms.Field
+    if kind == FILES:
+        most = spec.get("max_files", DEFAULT_MAX_FILES)
+        attrs["data-max-files"] = str(most)
+        field = MultipleFileField(
+            required=required, label=label, widget=MultipleFileInput(attrs=attrs)
+        )
+        help_text += f" each, up to {most} files"
+    else:
+        field = forms.FileField(required=required, label=label, widget=forms.FileInput(attrs=attrs))
+    field.help_text = f"{help_text}. Drop files here or choose them."
+    return field
+
+
 class TestRunForm(forms.Form):
     """Inputs and scripted answers for a dry run, built from the version's inputs and actors."""
 
@@ -107,6 +150,7 @@ class TestRunForm(forms.Form):
         self.classifies = any(isinstance(s, dict) and s.get("kind") == "classify" for s in steps_)
         self.input_names: list[str] = []
         self.aliases: list[tuple[str, str]] = []
+        self.has_files = False  # the form is sent as multipart/form-data
         inputs = document.get("inputs") if isinstance(document.get("inputs"), dict) else {}
         for name, spec in inputs.items():
             spec = spec if isinstance(spec, dict) else {}
@@ -114,7 +158,10 @@ class TestRunForm(forms.Form):
             required = bool(spec.get("required")) and spec.get("default") is None
             label = f"{name} ({kind})"
             field: forms.Field
-            if kind == "number":
+            if is_file_type(kind):
+                field = file_field(kind, spec, required=required, label=label)
+                self.has_files = True
+            elif kind == "number":
                 field = forms.FloatField(required=required, label=label)
             elif kind == "integer":
                 field = forms.IntegerField(required=required, label=label)
@@ -130,7 +177,9 @@ class TestRunForm(forms.Form):
                     widget=forms.Textarea(attrs={"rows": 2}),
                 )
             if spec.get("description"):
-                field.help_text = spec["description"]
+                # A file field's help says what it takes: the description comes first.
+                said = f" ({field.help_text})" if is_file_type(kind) else ""
+                field.help_text = f"{spec['description']}{said}"
             if "default" in spec:
                 # Shown filled in, so the person running sees what the run will use; a field
                 # emptied is left out of the inputs and the run takes the default all the same.
@@ -211,10 +260,18 @@ class TestRunForm(forms.Form):
         return [self[f"script_{name}"] for name in names]
 
     def inputs(self) -> dict[str, Any]:
-        values = {}
+        values: dict[str, Any] = {}
         for name in self.input_names:
             value = self.cleaned_data.get(f"input_{name}")
-            if value not in (None, ""):
+            if isinstance(value, list) and isinstance(
+                self.fields[f"input_{name}"], forms.FileField
+            ):
+                if value:
+                    values[name] = [upload_of(item) for item in value]
+            elif isinstance(self.fields[f"input_{name}"], forms.FileField):
+                if value:
+                    values[name] = upload_of(value)
+            elif value not in (None, ""):
                 values[name] = value
         return values
 
@@ -242,6 +299,8 @@ class TestRunForm(forms.Form):
         for error in errors:
             path, _, message = error.partition(": ")
             head, _, name = path.partition(".")
+            if head == "inputs" and "[" in name:  # one file of a files input
+                name, message = name.partition("[")[0], f"{path}: {message}"
             if head == "script" and (hits := _HITS_ERROR.match(name)):
                 name, message = hits.group(0), f"{path}: {message}"
             elif head == "script" and name.startswith((SCRIPT_TOOL, SCRIPT_HTTP)) and "[" in name:

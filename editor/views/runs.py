@@ -6,12 +6,13 @@ follows the run's websocket and asks these views again for the pieces that chang
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -20,7 +21,8 @@ from django_htmx.middleware import HtmxDetails
 from runner import tracing
 from runner.inputs import InputsInvalid
 from runner.models import Run, RunEvent, StepRun
-from runner.selectors import run_get, run_steps, runs_listed, runs_of_recipe
+from runner.run_files import TooManyUploads, file_response
+from runner.selectors import run_file_get, run_get, run_steps, runs_listed, runs_of_recipe
 from runner.services import RunFinished, RunNotStartable, run_cancel, run_start
 from runner.status import TERMINAL, RunStatus
 from workflows import engine
@@ -47,7 +49,8 @@ def run_new(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     version = recipe.latest_version
     if version is None:
         return render(request, "runs/run_new.html", {"recipe": recipe, "form": None}, status=409)
-    form = TestRunForm(request.POST or None, document=version.document)
+    form = TestRunForm(request.POST or None, request.FILES or None, document=version.document)
+    refused = 400
     if request.method == "POST" and form.is_valid():
         try:
             run = run_start(
@@ -59,6 +62,9 @@ def run_new(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             )
         except InputsInvalid as exc:
             form.add_run_errors(exc.errors)
+        except TooManyUploads as exc:
+            form.add_error(None, str(exc).removeprefix("inputs: "))
+            refused = 429
         except (RunNotStartable, engine.RecipeInvalid) as exc:
             form.add_error(None, str(exc))
         else:
@@ -68,8 +74,15 @@ def run_new(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         request,
         "runs/run_new.html",
         {"recipe": recipe, "version": version, "form": form, "script_open": script_open},
-        status=400 if form.is_bound else 200,
+        status=refused if form.is_bound else 200,
     )
+
+
+@login_required
+@require_GET
+def run_file(request: HtmxHttpRequest, run_id: int, file_id: uuid.UUID) -> FileResponse:
+    """Download one of a run's files (to those who may see the run; 404 for anyone else)."""
+    return file_response(run_file_get(user=request.user, run_id=run_id, file_id=file_id))
 
 
 @login_required

@@ -17,6 +17,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from runner.inputs import InputsInvalid
+from runner.run_files import TooManyUploads
 from runner.selectors import run_get, run_steps
 from runner.services import RunNotStartable, run_start
 from workflows import engine
@@ -65,7 +66,7 @@ def testrun_panel(request: HttpRequest, slug: str) -> HttpResponse:
         return bad_request(exc)
     starting = request.POST.get("start") == "1"
     if starting:
-        form = TestRunForm(request.POST, document=document)
+        form = TestRunForm(request.POST, request.FILES, document=document)
     else:
         typed = {k: v for k, v in request.POST.items() if k.startswith(("input_", "script_"))}
         form = TestRunForm(initial=typed, document=document)
@@ -89,7 +90,7 @@ def testrun_panel(request: HttpRequest, slug: str) -> HttpResponse:
             document_errors = exc.errors
         except InputsInvalid as exc:
             form.add_run_errors(exc.errors)
-        except (RunNotStartable, engine.RecipeInvalid) as exc:
+        except (RunNotStartable, engine.RecipeInvalid, TooManyUploads) as exc:
             form.add_error(None, str(exc))
     context: dict[str, Any] = {
         "recipe": recipe,

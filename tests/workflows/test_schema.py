@@ -161,6 +161,18 @@ def test_request_bodies_are_documented_as_json(api: Any) -> None:
             assert set(operation["requestBody"]["content"]) == {"application/json"}, path
 
 
+def test_a_run_start_documents_files_in_base64_and_as_multipart(api: Any) -> None:
+    schema = yaml.safe_load(api.get("/api/schema/").content)
+
+    start = schema["paths"]["/api/recipes/{slug}/runs/"]["post"]
+    assert "content_base64" in start["description"]
+    assert "multipart/form-data" in start["description"]
+    download = schema["paths"]["/api/runs/{run_id}/files/{file_id}/"]["get"]
+    assert {"application/octet-stream", "application/pdf", "image/png"} <= set(
+        download["responses"]["200"]["content"]
+    )
+
+
 def test_recipe_documents_are_described_by_the_format_schema(api: Any) -> None:
     schema = yaml.safe_load(api.get("/api/schema/").content)
     document = schema["components"]["schemas"]["RecipeDocument"]

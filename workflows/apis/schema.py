@@ -86,6 +86,7 @@ WHY = {
     413: "The request body is too large.",
     415: "The request body is not in a media type this operation reads.",
     422: "The `Idempotency-Key` was used before for a different request.",
+    429: "Too many uploads this minute; try again after `Retry-After` seconds.",
     500: "An unexpected error; the answer carries the request's id for the logs.",
     503: "The database or the broker is unreachable for now; try again after `Retry-After`.",
 }

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import json
+import mimetypes
 import re
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -11,10 +13,12 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import Count
 
-from runner import embedded, services
+from runner import embedded, run_files, services
 from runner.inputs import InputsInvalid, coerce_cli_value
 from runner.models import Run
+from runner.run_files import Upload
 from runner.status import TERMINAL, RunStatus
+from workflows.engine.files import FILES, is_file_type
 from workflows.models import Recipe
 
 
@@ -26,7 +30,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("slug")
-        parser.add_argument("--input", action="append", default=[], metavar="NAME=VALUE")
+        parser.add_argument(
+            "--input",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help="an input; a file input's is NAME=@PATH (repeat it for each file of a files input)",
+        )
         parser.add_argument("--script", default=None, help='dry run: JSON {"alias": ["reply"]}')
         parser.add_argument(
             "--inputs-file",
@@ -54,11 +64,23 @@ class Command(BaseCommand):
                 raise CommandError(f"no user '{opts['user']}'")
         version = recipe.latest_version
         schema = version.document.get("inputs", {}) if version else {}
-        inputs = {}
+        inputs: dict[str, Any] = {}
         for item in opts["input"]:
             name, sep, value = item.partition("=")
             if not sep:
                 raise CommandError(f"--input takes NAME=VALUE, not '{item}'")
+            kind = schema.get(name, {}).get("type")
+            if is_file_type(kind):
+                upload = file_upload(name, value)
+                if kind == FILES:
+                    inputs.setdefault(name, []).append(upload)
+                elif name in inputs:
+                    raise CommandError(
+                        f"--input {name}: takes one file; for several, its type is files"
+                    )
+                else:
+                    inputs[name] = upload
+                continue
             inputs[name] = coerce_cli_value(schema.get(name, {}), value)
         try:
             script = json.loads(opts["script"]) if opts["script"] else None
@@ -81,7 +103,7 @@ class Command(BaseCommand):
             raise CommandError(
                 "the inputs do not fit the recipe:\n  " + "\n  ".join(exc.errors)
             ) from None
-        except services.RunNotStartable as exc:
+        except (services.RunNotStartable, run_files.TooManyUploads) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"run {run.pk} of {recipe.slug} v{run.version.number} queued")
         if not opts["wait"]:
@@ -162,6 +184,21 @@ class Command(BaseCommand):
             f"run {run.pk} is still {run.status} after {timeout:.0f} s; it goes on without "
             f"this command (follow it at {settings.SITE_URL}/runs/{run.pk}/)"
         )
+
+
+def file_upload(name: str, value: str) -> Upload:
+    """The file `--input NAME=@PATH` names, as an upload (read no further than the limit)."""
+    if not value.startswith("@"):
+        raise CommandError(f"--input {name}: a file input takes @PATH (e.g. {name}=@report.pdf)")
+    path = Path(value[1:]).expanduser()
+    try:
+        with path.open("rb") as opened:
+            data = opened.read(int(settings.RUN_FILE_MAX_BYTES) + 1)
+    except FileNotFoundError:
+        raise CommandError(f"--input {name}: no file {path}") from None
+    except OSError as exc:
+        raise CommandError(f"--input {name}: {path} cannot be read: {exc.strerror}") from None
+    return Upload(path.name, data, mimetypes.guess_type(path.name)[0])
 
 
 def read_inputs_file(path: str) -> list[tuple[int, dict[str, Any]]]:

@@ -1,0 +1,164 @@
+"""Files in the runs API: a run started with uploads (multipart/form-data), and a run's files
+downloaded (to those who may see the run; anyone else gets a 404, as for the run itself)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.http import FileResponse
+from django.http.multipartparser import MultiPartParser as DjangoMultiPartParser
+from django.http.multipartparser import MultiPartParserError
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import ParseError, ValidationError
+from rest_framework.parsers import DataAndFiles
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from workflows.apis.errors import InputRefused
+from workflows.apis.parsers import MultiPartParser
+from workflows.engine import strict_json
+from workflows.engine.files import DEFAULT_MAX_FILES, FILES
+from workflows.models import Recipe
+from workflows.validators import fields_errors, json_value_errors
+
+from . import selectors, services
+from .inputs import coerce_cli_value
+from .models import RunFile
+from .run_files import SERVED_AS_IS, file_response, max_bytes, upload_of
+
+MULTIPART = "multipart/form-data"
+# The fields of a multipart run start that are not inputs.
+START_FIELDS = ("inputs", "script", "version", "classification")
+
+
+class _ClientNamesKept(DjangoMultiPartParser):
+    """Django's multipart parser, keeping each file's name as the client sent it.
+
+    Django cuts a name to its last path part and drops characters it cannot print; a name with
+    a path or a NUL in it is refused instead (`run_files.name_problem`), so it must be seen.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.client_names: dict[str, str] = {}
+
+    def sanitize_file_name(self, file_name: str) -> str | None:
+        # A stand-in Django can keep as it likes; the name sent is looked up by it afterwards.
+        stand_in = f"upload-{len(self.client_names)}"
+        self.client_names[stand_in] = file_name
+        return stand_in
+
+
+class RunFilesParser(MultiPartParser):
+    """The API's multipart parser, with each uploaded file's name as sent in `client_name`."""
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        context = parser_context or {}
+        request = context["request"]
+        meta = request.META.copy()
+        meta["CONTENT_TYPE"] = media_type
+        encoding = context.get("encoding", settings.DEFAULT_CHARSET)
+        try:
+            parser = _ClientNamesKept(meta, stream, request.upload_handlers, encoding)
+            data, files = parser.parse()
+        except MultiPartParserError as exc:
+            raise ParseError(f"Multipart form parse error - {exc}") from None
+        for _, uploads in files.lists():
+            for uploaded in uploads:
+                uploaded.client_name = parser.client_names.get(uploaded.name, uploaded.name)
+        if errors := fields_errors(data):
+            raise InputRefused(errors)
+        return DataAndFiles(data, files)
+
+
+def multipart_start(request: Request, recipe: Recipe) -> dict[str, Any]:
+    """The run start a multipart form asks for, as the JSON body would give it, its files
+    as Uploads in `inputs`."""
+    form = request.data
+    asked: dict[str, Any] = {}
+    for field in ("script", "inputs"):
+        raw = form.get(field)
+        if raw in (None, ""):
+            continue
+        try:
+            asked[field] = strict_json(raw)
+        except (ValueError, RecursionError):
+            raise ValidationError({field: "must be JSON"}) from None
+        if errors := json_value_errors(asked[field], at=field):
+            raise InputRefused(errors)
+    for field in ("version", "classification"):
+        if form.get(field) not in (None, ""):
+            asked[field] = form.get(field)
+    inputs = asked.get("inputs", {})
+    if not isinstance(inputs, dict):
+        raise ValidationError({"inputs": "must be a JSON object of name: value"})
+    schema = services.input_schema(recipe, _version(asked.get("version")))
+    files = request.FILES
+    for name in form:
+        if name in START_FIELDS or name in files:
+            continue
+        inputs[name] = coerce_cli_value(schema.get(name, {}), form.get(name))
+    for name in files:
+        spec = schema.get(name, {})
+        several = spec.get("type") == FILES
+        # Read no more than the input takes: past its count, a file is refused unread.
+        most = spec.get("max_files", DEFAULT_MAX_FILES) if several else 1
+        limit = max_bytes(spec)
+        uploads = [
+            upload_of(uploaded, limit if position < most else 0)
+            for position, uploaded in enumerate(files.getlist(name))
+        ]
+        inputs[name] = uploads if several or len(uploads) > 1 else uploads[0]
+    asked["inputs"] = inputs
+    return asked
+
+
+def _version(raw: object) -> int | None:
+    try:
+        return int(str(raw)) if raw not in (None, "") else None
+    except ValueError:
+        return None  # the serializer refuses it
+
+
+class RunFileOutput(serializers.ModelSerializer):
+    pages = serializers.SerializerMethodField(help_text="how many pages were read from it")
+
+    class Meta:
+        model = RunFile
+        fields = [
+            "id",
+            "input_name",
+            "position",
+            "name",
+            "media_type",
+            "size",
+            "sha256",
+            "pages",
+            "image_count",
+            "width",
+            "height",
+            "created_at",
+        ]
+
+    def get_pages(self, run_file: RunFile) -> int:
+        return len(run_file.pages or [])
+
+
+class RunFileApi(APIView):
+    @extend_schema(
+        responses={
+            (200, "application/octet-stream", *sorted(SERVED_AS_IS)): OpenApiResponse(
+                OpenApiTypes.BINARY,
+                description="the file's bytes, as an attachment (a PDF or an image with its own "
+                "type; any other as application/octet-stream)",
+            )
+        }
+    )
+    def get(self, request: Request, run_id: int, file_id: str) -> FileResponse:
+        """Download one of a run's files."""
+        return file_response(
+            selectors.run_file_get(user=request.user, run_id=run_id, file_id=file_id)
+        )
