@@ -63,7 +63,8 @@ def run_file_get(
 ) -> RunFile:
     """Return a file of a run the user may see; any other is no file (404), as for the run."""
     run = run_get(user=user, run_id=run_id)
-    found = RunFile.objects.filter(run=run, pk=file_id).first()
+    # Its text and pages are not what a download or a thumbnail needs.
+    found = RunFile.objects.filter(run=run, pk=file_id).defer("text", "pages").first()
     if found is None:
         raise Http404(f"No file {file_id} of run {run_id}.")
     return found

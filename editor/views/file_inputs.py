@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET
 
 from runner.file_images import SENDABLE, ImageFailed, thumbnail, thumbnail_size
 from runner.models import Run, RunFile
-from runner.selectors import run_get
+from runner.selectors import run_file_get
 
 
 @dataclass(frozen=True)
@@ -42,9 +42,8 @@ def shown_files(run: Run) -> list[ShownFile]:
 @require_GET
 def run_file_thumbnail(request: HttpRequest, run_id: int, file_id: UUID) -> HttpResponse:
     """Serve a small copy of one of the run's image inputs."""
-    run = run_get(user=request.user, run_id=run_id)
-    run_file = RunFile.objects.filter(run=run, pk=file_id).defer("text", "pages").first()
-    if run_file is None or not _has_thumbnail(run_file):
+    run_file = run_file_get(user=request.user, run_id=run_id, file_id=file_id)
+    if not _has_thumbnail(run_file):
         raise Http404("No such image in the run.")
     try:
         with run_file.blob.open("rb") as blob:

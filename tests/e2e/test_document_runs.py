@@ -12,10 +12,9 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.documents import VALID_CARD, pdf
-from tests.runner.stored_files import needs_uploads
 
 pytest_plugins = ("tests.e2e.live_app",)
-pytestmark = [pytest.mark.e2e, needs_uploads]
+pytestmark = pytest.mark.e2e
 
 LIVE_TIMEOUT_MS = 20_000
 

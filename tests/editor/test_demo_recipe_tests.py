@@ -14,7 +14,6 @@ from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
 
 from editor.models import RecipeTest
-from tests.runner.stored_files import needs_uploads
 from workflows.demo import (
     RECIPE_TESTS_DIR,
     RECIPES_DIR,
@@ -49,7 +48,6 @@ def run_test_recipes(*args: str) -> tuple[str, int, str]:
     return out.getvalue(), 0, ""
 
 
-@needs_uploads  # the regulatory demo's tests upload their documents
 @pytest.mark.django_db(transaction=True)
 def test_seed_demo_tests_every_demo_recipe_with_full_branch_coverage(tmp_path: Path) -> None:
     call_command("seed_demo", stdout=io.StringIO())

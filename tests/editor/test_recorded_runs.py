@@ -33,7 +33,6 @@ from runner.status import RunStatus
 from runner.versions import version_graph
 from tests.documents import VALID_CARD, pdf
 from tests.factories import ActorFactory, UserFactory
-from tests.runner.stored_files import needs_uploads
 from tests.runner.test_document_reading import run_on
 from workflows import engine
 from workflows.adapters import document_from_recipe
@@ -627,7 +626,6 @@ def test_a_run_with_files_is_saved_with_its_files_written_in_the_test(author: An
     assert test.inputs["doc"] == written
 
 
-@needs_uploads
 def test_a_test_saved_from_a_run_with_files_uploads_them_again_and_passes(author: Any) -> None:
     run, test = recorded_document_run(author)
 

@@ -1,36 +1,17 @@
-"""Files given to a run in a test, stored as the upload intake stores them: a RunFile row with
-its bytes, text and pages, and the run's ref to it in its inputs (and its state's)."""
+"""Files given to a run in a test that starts it by hand, stored as the upload intake stores
+them: a RunFile row with its bytes, text and pages read by `read_document`, and the run's ref
+to it in its inputs (and its state's)."""
 
 from __future__ import annotations
 
 import hashlib
-import io
 from collections.abc import Sequence
 from typing import Any
 
-import pytest
 from django.core.files.base import ContentFile
-from pypdf import PdfReader
 
-from runner import run_files
+from knowledge.convert import read_document
 from runner.models import Run, RunFile
-
-# Runs started with uploads need the upload intake (`run_files.take_uploads`), built beside
-# this branch: its tests run once it is merged.
-needs_uploads = pytest.mark.skipif(
-    not hasattr(run_files, "take_uploads"), reason="needs the upload intake (take_uploads)"
-)
-
-
-def read_pages(data: bytes) -> tuple[list[str], int]:
-    """The page texts and embedded images of a PDF (pypdf), or a text file as one page."""
-    if data.startswith(b"%PDF-"):
-        reader = PdfReader(io.BytesIO(data))
-        return (
-            [page.extract_text() or "" for page in reader.pages],
-            sum(len(page.images) for page in reader.pages),
-        )
-    return [data.decode()], 0
 
 
 def attach_files(
@@ -41,8 +22,8 @@ def attach_files(
     rows = []
     refs: list[dict[str, Any]] = []
     for position, (name, data) in enumerate(files):
-        pages, image_count = read_pages(data)
-        media_type = "application/pdf" if data.startswith(b"%PDF-") else "text/plain"
+        read = read_document(name, data)
+        pages, image_count, media_type = read.pages, read.image_count, read.media_type
         row = RunFile(
             run=run,
             input_name=input_name,
@@ -51,7 +32,7 @@ def attach_files(
             media_type=media_type,
             size=len(data),
             sha256=hashlib.sha256(data).hexdigest(),
-            text="\n\n".join(pages),
+            text=read.text,
             pages=pages,
             image_count=image_count,
         )

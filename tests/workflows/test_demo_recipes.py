@@ -21,7 +21,6 @@ from runner.human import task_decide, tasks_expire
 from runner.run_files import Upload
 from runner.status import RUNNABLE
 from tests.documents import VALID_CARD, pdf
-from tests.runner.stored_files import needs_uploads
 from workflows.adapters import document_from_recipe
 from workflows.demo import (
     DEMO_USERNAME,
@@ -555,7 +554,6 @@ def test_validation_loop_with_the_scripted_actors_passes_on_the_second_attempt(d
     assert answer.confidence >= 0.75
 
 
-@needs_uploads
 @pytest.mark.parametrize(
     ("document", "step"),
     [
