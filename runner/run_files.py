@@ -15,6 +15,7 @@ import binascii
 import hashlib
 import logging
 import math
+import re
 import time
 import unicodedata
 import uuid
@@ -52,6 +53,7 @@ from .outages import BROKER_ERRORS
 log = logging.getLogger(__name__)
 
 NAME_MAX_CHARS = 255
+_ASCII_WHITESPACE = re.compile(r"[ \t\n\r\f\v]+")
 # Media types served as themselves (a browser shows them, and none runs a script); any other
 # file is served as bytes to save.
 SERVED_AS_IS = frozenset({"application/pdf", "image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -231,7 +233,9 @@ def _as_upload(value: object) -> Upload:
         if extra := sorted(set(value) - {"name", BASE64_FIELD, "media_type"}):
             raise _Refused(f"unknown field {', '.join(extra)} (name, {BASE64_FIELD}, media_type)")
         try:
-            data = base64.b64decode(content, validate=True)
+            # Line-wrapped base64 (`base64 file.pdf` writes 76 columns) is base64 still; any
+            # other character than the alphabet and ASCII whitespace is refused.
+            data = base64.b64decode(_ASCII_WHITESPACE.sub("", content), validate=True)
         except (binascii.Error, ValueError):
             raise _Refused(f"{BASE64_FIELD} is not valid base64") from None
         return Upload(filename, data, media_type)

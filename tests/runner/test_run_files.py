@@ -542,3 +542,36 @@ def test_a_start_that_fails_after_its_files_were_written_leaves_no_blob(
 
     assert blobs() == before
     assert not Run.objects.exists() and not RunFile.objects.exists()
+
+
+def test_line_wrapped_base64_is_taken(client: APIClient) -> None:
+    data = documents.pdf(["Wrapped"])
+    encoded = b64(data)
+    # What `base64 file.pdf` writes: 76 columns, a newline after each line.
+    wrapped = "".join(encoded[i : i + 76] + "\n" for i in range(0, len(encoded), 76))
+    body = {"inputs": {"doc": {"name": "w.pdf", "content_base64": wrapped}}}
+
+    answer = client.post(RUNS, body, format="json")
+
+    assert answer.status_code == 201, answer.content
+    assert RunFile.objects.get().pages == ["Wrapped"]
+
+
+def test_base64_with_other_characters_than_whitespace_is_refused(client: APIClient) -> None:
+    body = {"inputs": {"doc": {"name": "a.txt", "content_base64": b64(b"hello") + "\n*"}}}
+
+    answer = client.post(RUNS, body, format="json")
+
+    assert answer.status_code == 400
+    assert answer.json()["errors"] == ["inputs.doc: content_base64 is not valid base64"]
+
+
+def test_a_pdf_of_too_many_pages_is_a_400_naming_the_input(client: APIClient) -> None:
+    with override_settings(RUN_FILE_MAX_PAGES=3):
+        answer = post_multipart(client, RUNS, {"doc": ("long.pdf", documents.pdf(["a"] * 4))})
+
+    assert answer.status_code == 400
+    assert answer.json()["errors"] == [
+        "inputs.doc: long.pdf: the PDF has 4 pages, more than the 3 a run's file may have"
+    ]
+    assert not Run.objects.exists() and not RunFile.objects.exists()
