@@ -72,6 +72,8 @@ class Upload:
     filename: str
     data: bytes
     content_type: str | None = None
+    # Counted against the user's upload rate already, as the request bringing it was read.
+    counted: bool = False
 
     def __repr__(self) -> str:  # never the bytes in a log or an error
         return f"Upload({self.filename!r}, {len(self.data)} bytes, {self.content_type!r})"
@@ -121,7 +123,7 @@ def upload_of(uploaded: UploadedFile, limit: int | None = None) -> Upload:
     uploaded.seek(0)
     data = uploaded.read((int(settings.RUN_FILE_MAX_BYTES) if limit is None else limit) + 1)
     name = getattr(uploaded, "client_name", None) or uploaded.name or ""
-    return Upload(name, data, uploaded.content_type)
+    return Upload(name, data, uploaded.content_type, getattr(uploaded, "counted", False))
 
 
 # --------------------------------------------------------------------------------------------
@@ -135,14 +137,16 @@ def max_bytes(spec: Mapping[str, Any]) -> int:
 
 
 def upload_count(schema: Mapping[str, Mapping[str, Any]], inputs: object) -> int:
-    """How many files `inputs` uploads (for the rate limit, before any is read)."""
+    """How many files `inputs` uploads (for the rate limit, before any is read), but those
+    counted as the request bringing them was read (`runner.multipart`)."""
     if not isinstance(inputs, Mapping):
         return 0
     count = 0
     for name, spec in schema.items():
         if is_file_type(spec.get("type")) and inputs.get(name) is not None:
             value = inputs[name]
-            count += len(value) if isinstance(value, list) else 1
+            values = value if isinstance(value, list) else [value]
+            count += sum(not (isinstance(v, Upload) and v.counted) for v in values)
     return count
 
 
