@@ -40,7 +40,7 @@ from django.template.loader import render_to_string
 from django.urls import Resolver404, resolve
 from django.views import defaults
 
-from runner.multipart import READS_ITS_OWN_UPLOAD
+from runner.multipart import READS_ITS_OWN_UPLOAD, UnstorableFields
 from runner.outages import BROKER_ERRORS, DATABASE_ERRORS
 from workflows.validators import fields_errors, text_problem
 
@@ -118,23 +118,15 @@ class RequestMiddleware:
             errors = _unstorable_text(request)
         except Exception as exc:  # a form post Django cannot read: its own 400
             return response_for_exception(request, exc)
-        if not errors:
-            return None
-        where = request.path_info.encode("unicode_escape", "backslashreplace").decode()
-        log.warning(
-            "request %s: refused %s %s: %s",
-            request_id(request),
-            request.method,
-            where,
-            "; ".join(errors),
-        )
-        return error_response(request, 400, errors)
+        return _refused(request, errors) if errors else None
 
     def process_exception(self, request: HttpRequest, exc: Exception) -> HttpResponse | None:
         """Answer an exception that escaped a view: an outage anywhere, anything under /api/.
 
         A page's other failures go on to Django (handler500 below, or the debug page).
         """
+        if isinstance(exc, UnstorableFields):
+            return _refused(request, exc.errors)  # the door's answer, given by the view
         if isinstance(exc, _ANSWERED_BY_DJANGO):
             return None
         if not (is_api(request) or _outage(exc)):
@@ -142,6 +134,18 @@ class RequestMiddleware:
         # What Django sends for an exception it does not handle (error reporters listen).
         signals.got_request_exception.send(sender=None, request=request)
         return failure_response(request, exc)
+
+
+def _refused(request: HttpRequest, errors: list[str]) -> HttpResponse:
+    where = request.path_info.encode("unicode_escape", "backslashreplace").decode()
+    log.warning(
+        "request %s: refused %s %s: %s",
+        request_id(request),
+        request.method,
+        where,
+        "; ".join(errors),
+    )
+    return error_response(request, 400, errors)
 
 
 def _reads_form(request: HttpRequest) -> bool:

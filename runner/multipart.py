@@ -202,7 +202,16 @@ def reads_its_own_upload(view: View) -> View:
     return exempt  # type: ignore[return-value]
 
 
+class UnstorableFields(BadRequest):
+    """A form field the database cannot hold, in a page that reads its own upload: answered as
+    the door answers it for the others (`config.middleware`), naming the fields."""
+
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("; ".join(errors))
+        self.errors = errors
+
+
 def posted_fields_checked(request: HttpRequest) -> None:
     """Refuse (400) a form field the database cannot hold, as the door does for other pages."""
     if request.method == "POST" and (errors := fields_errors(request.POST)):
-        raise BadRequest("; ".join(errors))
+        raise UnstorableFields(errors)
