@@ -187,7 +187,9 @@ def bound_uploads(request: HttpRequest, bounds: Bounds) -> RunUploadHandler:
     """Put the run upload handler first on `request` (before its body is read) and return it:
     its `refused` says, once the body is read, why the request was refused."""
     handler = RunUploadHandler(request, bounds)
-    request.upload_handlers = [handler, *request.upload_handlers]
+    if request.content_type == "multipart/form-data":
+        # Any other body has no files, and the door has read it already (a urlencoded form).
+        request.upload_handlers = [handler, *request.upload_handlers]
     return handler
 
 
