@@ -265,9 +265,7 @@ def test_a_urlencoded_post_to_a_page_that_takes_uploads_is_read_as_ever(
     browser: Client, url: str
 ) -> None:
     # The door reads such a form before the view: no upload handler to put in place then.
-    answer = browser.post(
-        url, "input_note=hello", content_type="application/x-www-form-urlencoded"
-    )
+    answer = browser.post(url, "input_note=hello", content_type="application/x-www-form-urlencoded")
 
     assert answer.status_code in (200, 400)
     assert "input_doc" in answer.content.decode()
