@@ -88,9 +88,11 @@ def testrun_panel(request: HttpRequest, slug: str) -> HttpResponse:
                 )
         except RecipeRejected as exc:
             document_errors = exc.errors
+        except TooManyUploads as exc:
+            form.add_error(None, str(exc).removeprefix("inputs: "))
         except InputsInvalid as exc:
             form.add_run_errors(exc.errors)
-        except (RunNotStartable, engine.RecipeInvalid, TooManyUploads) as exc:
+        except (RunNotStartable, engine.RecipeInvalid) as exc:
             form.add_error(None, str(exc))
     context: dict[str, Any] = {
         "recipe": recipe,
