@@ -111,7 +111,9 @@ class TooManyUploads(InputsInvalid):
     def __init__(self, retry_after: int) -> None:
         limit = settings.RUN_FILE_UPLOADS_PER_MINUTE
         super().__init__(
-            [f"inputs: at most {limit} files may be uploaded a minute; try again in {retry_after} s"]
+            [
+                f"inputs: at most {limit} files may be uploaded a minute; try again in {retry_after} s"
+            ]
         )
         self.retry_after = retry_after
 
