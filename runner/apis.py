@@ -366,12 +366,12 @@ def refusing_unstartable(start: Callable[[], Response]) -> Callable[[], Response
     def answer() -> Response:
         try:
             return start()
+        except run_files.TooManyUploads as exc:
+            return too_many_uploads(exc)
         except InputsInvalid as exc:
             return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
         except services.RunNotStartable as exc:
             return Response({"errors": [str(exc)]}, status=status.HTTP_409_CONFLICT)
-        except run_files.TooManyUploads as exc:
-            return too_many_uploads(exc)
 
     return answer
 

@@ -26,12 +26,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from workflows import engine
+from workflows.engine.files import file_refs, is_file_type
 from workflows.engine.replay import RecordedStep, replay
 from workflows.models import Recipe, RecipeVersion
 
 from . import dispatch, events, run_files, store
 from .inputs import InputsInvalid, check_inputs
-from .models import ModelCall, Run, RunEvent, StepRun
+from .models import ModelCall, Run, RunEvent, RunFile, StepRun
 from .selectors import run_steps
 from .services import check_script
 from .status import RunStatus, StepStatus
@@ -221,6 +222,7 @@ def run_fork(
             run.pk, {name: value for name, value in run.inputs.items() if name not in given_inputs}
         )
         files += copies
+        errors += foreign_files(schema, kept, {str(copy.id) for copy in copies})
         checked_inputs = check_inputs(schema, {**kept, **uploaded})
     except InputsInvalid as exc:
         errors += exc.errors
@@ -364,11 +366,27 @@ def _graph(version: RecipeVersion, recipe: Recipe) -> tuple[engine.RecipeGraph, 
         ) from None
 
 
+def foreign_files(schema: dict[str, Any], inputs: dict[str, Any], owned: set[str]) -> list[str]:
+    """Why a file input of `schema` holds a ref to no file in `owned` (the run's own files):
+    a value that was no file input's in another version, shaped like a ref, names no file a
+    run may take as its own."""
+    return [
+        f"inputs.{name}: not a file given to this run; upload one"
+        for name, spec in schema.items()
+        if is_file_type(spec.get("type"))
+        and inputs.get(name) is not None
+        and not all(ref.get("file") in owned for ref in file_refs(inputs[name]))
+    ]
+
+
 def _fit_problems(run: Run, graph: engine.RecipeGraph, document: dict[str, Any]) -> list[str]:
     """Return why the run's inputs or script do not fit another version (nothing if they do)."""
     errors: list[str] = []
+    schema = document.get("inputs", {})
+    own = {str(pk) for pk in RunFile.objects.filter(run=run).values_list("pk", flat=True)}
+    errors += foreign_files(schema, run.inputs, own)
     try:
-        check_inputs(document.get("inputs", {}), run.inputs)
+        check_inputs(schema, run.inputs)
     except InputsInvalid as exc:
         errors += exc.errors
     try:

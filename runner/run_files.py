@@ -105,13 +105,19 @@ class PendingFile:
         return f"PendingFile({self.input_name!r}, {self.name!r}, {len(self.data)} bytes)"
 
 
-class TooManyUploads(Exception):
-    """The user has uploaded RUN_FILE_UPLOADS_PER_MINUTE files this minute already."""
+class TooManyUploads(InputsInvalid):
+    """The user has uploaded RUN_FILE_UPLOADS_PER_MINUTE files this minute already.
+
+    Inputs refused for now: whatever starts runs and answers InputsInvalid refuses these too
+    (recipe tests, webhooks, schedules); the API and the run form answer them 429.
+    """
 
     def __init__(self, retry_after: int) -> None:
         limit = settings.RUN_FILE_UPLOADS_PER_MINUTE
         super().__init__(
-            f"inputs: at most {limit} files may be uploaded a minute; try again in {retry_after} s"
+            [
+                f"inputs: at most {limit} files may be uploaded a minute; try again in {retry_after} s"
+            ]
         )
         self.retry_after = retry_after
 

@@ -87,11 +87,11 @@ def _run_new(
                 script=form.script() or None,
                 classification=form.cleaned_data.get("classification") or None,
             )
-        except InputsInvalid as exc:
-            form.add_run_errors(exc.errors)
         except TooManyUploads as exc:
             form.add_error(None, str(exc).removeprefix("inputs: "))
             refused = 429
+        except InputsInvalid as exc:
+            form.add_run_errors(exc.errors)
         except (RunNotStartable, engine.RecipeInvalid) as exc:
             form.add_error(None, str(exc))
         else:

@@ -109,9 +109,11 @@ def _testrun_panel(request: HttpRequest, recipe: Recipe, uploads: RunUploadHandl
                 )
         except RecipeRejected as exc:
             document_errors = exc.errors
+        except TooManyUploads as exc:
+            form.add_error(None, str(exc).removeprefix("inputs: "))
         except InputsInvalid as exc:
             form.add_run_errors(exc.errors)
-        except (RunNotStartable, engine.RecipeInvalid, TooManyUploads) as exc:
+        except (RunNotStartable, engine.RecipeInvalid) as exc:
             form.add_error(None, str(exc))
     context: dict[str, Any] = {
         "recipe": recipe,

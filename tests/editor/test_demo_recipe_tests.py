@@ -131,3 +131,17 @@ def test_min_coverage_fails_a_recipe_whose_tests_miss_a_branch(validation_loop: 
 def test_min_coverage_must_be_a_share(validation_loop: Recipe) -> None:
     with pytest.raises(CommandError, match="from 0 to 100"):
         call_command("test_recipes", "--min-coverage", "150", stdout=io.StringIO())
+
+
+@pytest.mark.django_db
+def test_recipe_tests_over_the_upload_rate_are_errors_not_crashes(settings: Any) -> None:
+    from editor.services import recipe_tests_run
+
+    call_command("seed_demo", stdout=io.StringIO())
+    settings.RUN_FILE_UPLOADS_PER_MINUTE = 0
+    recipe = Recipe.objects.get(slug="regulatory-decision-tree")
+
+    tested = recipe_tests_run(recipe=recipe, user=recipe.owner)
+
+    assert tested and {t.last_result for t in tested} == {RecipeTest.Result.ERROR}
+    assert all("files may be uploaded a minute" in t.last_message for t in tested)

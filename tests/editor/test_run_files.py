@@ -93,7 +93,7 @@ def test_the_monitor_lists_the_runs_files_with_thumbnails_of_its_images(
     # A file input's value is its files' refs: not shown among the other inputs.
     assert "<dt>topic</dt>" in html and "<dt>photo</dt>" not in html
     try:
-        download = reverse("run-file", args=[run.pk, scan.pk])
+        download = reverse("run-file-page", args=[run.pk, scan.pk])
     except NoReverseMatch:  # the download view is not there yet: the name is shown alone
         assert '<span class="file-name">scan.pdf</span>' in html
     else:

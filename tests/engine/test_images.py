@@ -133,7 +133,11 @@ def test_a_learned_step_with_images_needs_a_candidate_that_sees() -> None:
     ]
 
 
-def test_a_retry_with_another_actor_skips_one_that_cannot_see_the_images() -> None:
+@pytest.mark.parametrize("b_offers", [Capabilities(frozenset({"tools"})), None])
+def test_a_retry_with_another_actor_skips_one_that_cannot_see_the_images(
+    b_offers: Capabilities | None,
+) -> None:
+    # Not declared (None) is not taken to see: a model shown images it cannot see fails.
     retry = branch("retry", 1, WRONG, "RETRY_WITH_DIFFERENT_ACTOR", None)
     doc = recipe(
         step("s", retry, branch("done", 2, target="next"), actor="a", images=["photo"]),
@@ -142,7 +146,7 @@ def test_a_retry_with_another_actor_skips_one_that_cannot_see_the_images() -> No
         inputs=INPUTS,
     )
     graph = parse_recipe(doc)
-    offered = {"b": Capabilities(frozenset({"tools"})), "c": VISION}
+    offered = {"b": b_offers, "c": VISION}
     learning = Learning(capabilities=lambda aliases: {a: offered.get(a) for a in aliases})
 
     decision = decide(graph, RunState.start(graph, {}), StepResult("s", "wrong"), learning=learning)

@@ -66,6 +66,19 @@ def test_an_input_with_a_default_may_be_left_out() -> None:
     assert parsed.schedules[0].inputs == {}
 
 
+def test_a_schedule_gives_no_file_input() -> None:
+    # A run's files are uploaded when it starts: a schedule has none, and a ref made by hand
+    # would name another run's file.
+    ref = {"file": "0b7c", "name": "a.pdf", "media_type": "application/pdf", "size": 1}
+    ref |= {"pages": 1, "image_count": 0}
+    inputs = {"doc": {"type": "file"}, "scan": {"type": "file", "required": True}}
+    errors = errors_of([{"cron": "0 * * * *", "inputs": {"doc": ref}}], inputs=inputs)
+    assert errors == [
+        "schedules[0].inputs.doc: a schedule gives no file input: its runs upload none",
+        "schedules[0].inputs.scan: is a required file input: a schedule uploads no file",
+    ]
+
+
 @pytest.mark.parametrize(
     ("schedules", "expected"),
     [

@@ -657,3 +657,35 @@ def test_each_file_is_kept_to_a_byte_over_what_its_input_takes() -> None:
     assert [f.size for f in files.getlist("doc")] == [11, 0]
     assert files["other"].size == 30  # no input's bounds: RUN_FILE_MAX_BYTES
     assert [f.client_name for f in files.getlist("doc")] == ["a.txt", "b.txt"]
+||||||| 31da0ac
+
+
+def test_a_fork_onto_a_version_that_makes_an_input_a_file_takes_no_ref_made_by_hand(
+    owner: Any, papers: Recipe
+) -> None:
+    from runner import reruns
+    from runner.advance import advance
+    from workflows.services import recipe_update
+
+    other = services.run_start(
+        user=owner, recipe=papers, inputs={"doc": Upload("a.txt", b"theirs", "text/plain")}
+    )
+    theirs = RunFile.objects.get(run=other)
+    # Version 2 takes the ref-shaped object the run was given; version 3 makes it a file input.
+    shaped = {**other.inputs["doc"], "file": str(theirs.pk)}
+    document = papers_document()
+    document["inputs"]["doc"] = {"type": "object", "required": True}
+    recipe_update(recipe=papers, document=document)
+    recipe_publish(recipe=papers, user=owner)
+    parent = services.run_start(user=owner, recipe=papers, inputs={"doc": shaped})
+    advance(parent.pk, time_slice=60)
+    recipe_update(recipe=papers, document=papers_document())
+    recipe_publish(recipe=papers, user=owner)
+
+    with pytest.raises(reruns.RerunInvalid) as caught:
+        reruns.run_fork(user=owner, run=parent, at_seq=1, version=3)
+    assert "inputs.doc: not a file given to this run; upload one" in caught.value.errors
+    with pytest.raises(reruns.RerunInvalid) as resumed:
+        reruns.run_resume(run=parent, version=3)
+    assert "inputs.doc: not a file given to this run; upload one" in str(resumed.value)
+    assert RunFile.objects.count() == 1

@@ -358,6 +358,8 @@ def test_every_turn_of_the_tool_loop_shows_the_steps_images(
         "actors": {"model": "t-stub"},
         "steps": [ask_step(images=["photo"])],
     }
+    stub_model.capabilities = ["vision", "tools"]  # images need vision declared
+    stub_model.save(update_fields=["capabilities"])
     recipe = publish_document(owner, document)
     started = services.run_start(user=owner, recipe=recipe, inputs={"a": "2", "b": "3"})
     picture = png(4, 4)

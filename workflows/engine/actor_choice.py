@@ -21,7 +21,7 @@ import random
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from workflows.engine.capabilities import Capabilities, lacking_reason, missing
+from workflows.engine.capabilities import Capabilities, lacking_reason
 from workflows.engine.graph import RecipeGraph, StepSpec
 from workflows.engine.learner import (
     Arm,
@@ -103,7 +103,7 @@ def _choose(
     if step.needs and actors:
         offered = learning.capabilities(actors)
         for actor in actors:
-            lacking = missing(step.needs, offered.get(actor))
+            lacking = step.lacking(offered.get(actor))
             if lacking:
                 skipped.append((actor, lacking_reason(actor, lacking)))
         left_out = {actor for actor, _ in skipped}

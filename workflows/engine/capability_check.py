@@ -6,13 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from workflows.engine.actor_choice import model_aliases
-from workflows.engine.capabilities import Capabilities, lacking_reason, missing
+from workflows.engine.capabilities import NONE, Capabilities, lacking_reason, missing
 from workflows.engine.graph import RecipeGraph, StepSpec
 from workflows.engine.images import NEEDS as IMAGES_NEED
 from workflows.engine.vocabulary import LEARNED
-
-# What an actor that declares no capabilities is taken to have when it must show images.
-EMPTY = Capabilities(frozenset())
 
 
 def capability_errors(graph: RecipeGraph, offered: Mapping[str, Capabilities | None]) -> list[str]:
@@ -36,7 +33,7 @@ def capability_errors(graph: RecipeGraph, offered: Mapping[str, Capabilities | N
 
 def _declared(offered: Mapping[str, Capabilities | None]) -> dict[str, Capabilities | None]:
     """`offered`, with an actor that declares nothing taken to have nothing."""
-    return {alias: EMPTY if has is None else has for alias, has in offered.items()}
+    return {alias: NONE if has is None else has for alias, has in offered.items()}
 
 
 def _needs(step: StepSpec) -> list[tuple[str, Capabilities, bool]]:

@@ -9,7 +9,7 @@ from typing import Any
 from workflows.engine.budget import Budget
 from workflows.engine.callbacks import Callback
 from workflows.engine.capabilities import NONE as NO_CAPABILITIES
-from workflows.engine.capabilities import Capabilities
+from workflows.engine.capabilities import Capabilities, missing
 from workflows.engine.classification import Route
 from workflows.engine.detectors import DetectSpec
 from workflows.engine.http_request import DEFAULT_METHOD, DEFAULT_RETRIES
@@ -154,6 +154,16 @@ class StepSpec:
         if not self.images or IMAGES_NEED.names <= self.requires.names:
             return self.requires
         return Capabilities(self.requires.names | IMAGES_NEED.names, self.requires.context)
+
+    def lacking(self, offered: Capabilities | None) -> list[str]:
+        """What an actor that offers `offered` (None: not declared) lacks of the step's needs.
+
+        Not declared meets every need but the images': a model that cannot see fails every
+        run, so an actor shows images only when it declares vision.
+        """
+        if offered is None and self.images:
+            return missing(IMAGES_NEED, NO_CAPABILITIES)
+        return missing(self.needs, offered)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
 
+from workflows.engine.files import is_file_type
 from workflows.engine.inputs import input_type_problem
 
 MAX_SCHEDULES = 20
@@ -328,11 +329,21 @@ def inputs_problems(
     ]
     for name, spec in schema.items():
         value = inputs.get(name)
+        kind = str(spec.get("type", "string"))
         if value is None:
             if spec.get("default") is None and spec.get("required"):
-                problems.append((f".{name}", "is required (the recipe has no default for it)"))
+                reason = (
+                    "is a required file input: a schedule uploads no file"
+                    if is_file_type(kind)
+                    else "is required (the recipe has no default for it)"
+                )
+                problems.append((f".{name}", reason))
             continue
-        problem = input_type_problem(str(spec.get("type", "string")), value)
+        if is_file_type(kind):
+            # A run's files are uploaded when it starts; a schedule has none to upload.
+            problems.append((f".{name}", "a schedule gives no file input: its runs upload none"))
+            continue
+        problem = input_type_problem(kind, value)
         if problem:
             problems.append((f".{name}", problem))
     return problems

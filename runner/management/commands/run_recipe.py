@@ -99,11 +99,13 @@ class Command(BaseCommand):
             return
         try:
             run = services.run_start(user=user, recipe=recipe, inputs=inputs, script=script)
+        except run_files.TooManyUploads as exc:
+            raise CommandError(str(exc)) from None
         except InputsInvalid as exc:
             raise CommandError(
                 "the inputs do not fit the recipe:\n  " + "\n  ".join(exc.errors)
             ) from None
-        except (services.RunNotStartable, run_files.TooManyUploads) as exc:
+        except services.RunNotStartable as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"run {run.pk} of {recipe.slug} v{run.version.number} queued")
         if not opts["wait"]:
