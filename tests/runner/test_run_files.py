@@ -657,7 +657,6 @@ def test_each_file_is_kept_to_a_byte_over_what_its_input_takes() -> None:
     assert [f.size for f in files.getlist("doc")] == [11, 0]
     assert files["other"].size == 30  # no input's bounds: RUN_FILE_MAX_BYTES
     assert [f.client_name for f in files.getlist("doc")] == ["a.txt", "b.txt"]
-||||||| 31da0ac
 
 
 def test_a_fork_onto_a_version_that_makes_an_input_a_file_takes_no_ref_made_by_hand(
