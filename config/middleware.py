@@ -4,7 +4,9 @@
   is replaced; every response carries it, and every failure logged here names it.
 - Text the database cannot hold (`workflows.validators.text_problem`: NUL, lone surrogates) in
   the address, a cookie, the Authorization header, any query parameter, or a page's form post
-  is a 400 naming the field (`RefuseUnstorableCredentials` does the same for websockets).
+  is a 400 naming the field (`RefuseUnstorableCredentials` does the same for websockets). A
+  page taking files for a run reads its form itself, its uploads bounded, and checks its
+  fields then (`runner.multipart.reads_its_own_upload`).
   API bodies are checked by their parsers (`workflows/apis/parsers.py`), which also read
   the API's PUT and PATCH forms.
 - An unhandled exception is a 500, and an unreachable database or broker a 503 with
@@ -35,8 +37,10 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.cookie import parse_cookie
 from django.http.multipartparser import MultiPartParserError
 from django.template.loader import render_to_string
+from django.urls import Resolver404, resolve
 from django.views import defaults
 
+from runner.multipart import READS_ITS_OWN_UPLOAD, UnstorableFields
 from runner.outages import BROKER_ERRORS, DATABASE_ERRORS
 from workflows.validators import fields_errors, text_problem
 
@@ -114,23 +118,15 @@ class RequestMiddleware:
             errors = _unstorable_text(request)
         except Exception as exc:  # a form post Django cannot read: its own 400
             return response_for_exception(request, exc)
-        if not errors:
-            return None
-        where = request.path_info.encode("unicode_escape", "backslashreplace").decode()
-        log.warning(
-            "request %s: refused %s %s: %s",
-            request_id(request),
-            request.method,
-            where,
-            "; ".join(errors),
-        )
-        return error_response(request, 400, errors)
+        return _refused(request, errors) if errors else None
 
     def process_exception(self, request: HttpRequest, exc: Exception) -> HttpResponse | None:
         """Answer an exception that escaped a view: an outage anywhere, anything under /api/.
 
         A page's other failures go on to Django (handler500 below, or the debug page).
         """
+        if isinstance(exc, UnstorableFields):
+            return _refused(request, exc.errors)  # the door's answer, given by the view
         if isinstance(exc, _ANSWERED_BY_DJANGO):
             return None
         if not (is_api(request) or _outage(exc)):
@@ -140,9 +136,38 @@ class RequestMiddleware:
         return failure_response(request, exc)
 
 
+def _refused(request: HttpRequest, errors: list[str]) -> HttpResponse:
+    where = request.path_info.encode("unicode_escape", "backslashreplace").decode()
+    log.warning(
+        "request %s: refused %s %s: %s",
+        request_id(request),
+        request.method,
+        where,
+        "; ".join(errors),
+    )
+    return error_response(request, 400, errors)
+
+
 def _reads_form(request: HttpRequest) -> bool:
     content_type = request.content_type or ""
-    return request.method == "POST" and content_type in _FORM_TYPES and not is_api(request)
+    return (
+        request.method == "POST"
+        and content_type in _FORM_TYPES
+        and not is_api(request)
+        and not _reads_its_own_upload(request)
+    )
+
+
+def _reads_its_own_upload(request: HttpRequest) -> bool:
+    """A page that takes files for a run reads its upload itself, bounded, and checks its fields
+    then (`runner.multipart.reads_its_own_upload`): the body is not read here."""
+    if request.content_type != "multipart/form-data":
+        return False
+    try:
+        view = resolve(request.path_info).func
+    except Resolver404:
+        return False
+    return bool(getattr(view, READS_ITS_OWN_UPLOAD, False))
 
 
 def _unstorable_text(request: HttpRequest) -> list[str]:

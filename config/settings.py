@@ -238,8 +238,17 @@ STORAGES = {
     "run_files": {"BACKEND": RUN_FILES_STORAGE, "OPTIONS": _run_files_options},
 }
 # A file given to a run: larger is refused (a recipe's `max_bytes` may only lower it). Base64
-# in a JSON body is also bounded by DATA_UPLOAD_MAX_MEMORY_SIZE; multipart uploads are not.
+# in a JSON body is also bounded by DATA_UPLOAD_MAX_MEMORY_SIZE, a multipart request's files by
+# RUN_UPLOAD_MAX_BYTES.
 RUN_FILE_MAX_BYTES = env.int("RUN_FILE_MAX_BYTES", default=20 * 1024 * 1024)
+# A multipart request's files together at most (the run form, the API): past it, the request is
+# refused before more of it is read.
+RUN_UPLOAD_MAX_BYTES = env.int("RUN_UPLOAD_MAX_BYTES", default=3 * RUN_FILE_MAX_BYTES)
+# A file given to a run has at most this many pages (each may cost a model call); more: a 400.
+RUN_FILE_MAX_PAGES = env.int("RUN_FILE_MAX_PAGES", default=500)
+# A run saved as a recipe test keeps its files in the test's inputs (base64): at most this many
+# bytes of them together, so that the test's form can still be sent (DATA_UPLOAD_MAX_MEMORY_SIZE).
+RECIPE_TEST_MAX_FILE_BYTES = env.int("RECIPE_TEST_MAX_FILE_BYTES", default=1024 * 1024)
 # Files a user may upload to runs in a minute (API, form and CLI together); more get a 429.
 RUN_FILE_UPLOADS_PER_MINUTE = env.int("RUN_FILE_UPLOADS_PER_MINUTE", default=60)
 # An image's pixels (width x height) at most: Pillow refuses a larger one as a decompression bomb.

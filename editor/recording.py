@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
+
 from runner.models import ModelCall, Run, StepRun
 from runner.run_files import files_of_run
 from runner.status import StepStatus
@@ -79,6 +81,15 @@ def _files_written_inline(run: Run, graph: engine.RecipeGraph) -> dict[str, Any]
     run is gone, and its dry run uploads them again (a ref to another run's file is refused)."""
     inputs = dict(run.inputs)
     stored = {str(row.id): row for rows in files_of_run(run.pk).values() for row in rows}
+    total = sum(row.size for row in stored.values())
+    if total > (most := int(settings.RECIPE_TEST_MAX_FILE_BYTES)):
+        # Base64 makes them a third larger, in the test's inputs: past the bound, the test
+        # could no longer be saved from its form (DATA_UPLOAD_MAX_MEMORY_SIZE).
+        raise RunNotRecordable(
+            f"run #{run.pk}: its files are {total:,} bytes together, more than the {most:,} a "
+            "recipe test may hold (it keeps them in its inputs, in base64, to be edited): "
+            "write a test with smaller files instead"
+        )
     for name, spec in graph.inputs.items():
         if not is_file_type(spec.get("type")) or name not in inputs:
             continue

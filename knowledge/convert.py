@@ -140,6 +140,16 @@ class _Read:
         return "\n\n".join(page for page in self.pages if page)
 
 
+def max_pages() -> int:
+    """The most pages a file given to a run may have: each may cost a model call (a safety
+    judge's), so a document of thousands of short pages is refused at upload."""
+    return int(settings.RUN_FILE_MAX_PAGES)
+
+
+def _too_many_pages(count: int, most: int, what: str = "document") -> str:
+    return f"the {what} has {count:,} pages, more than the {most:,} a run's file may have"
+
+
 def max_upload_bytes() -> int:
     """Return the largest file a knowledge base takes, in bytes."""
     return int(settings.KNOWLEDGE_MAX_UPLOAD_BYTES)
@@ -198,7 +208,11 @@ def read_document(filename: str, data: bytes, content_type: str | None = None) -
     if fmt == IMAGE:
         width, height = _image_size(data, media_type)
         return DocumentRead(fmt, media_type, "", [], 1, width, height)
-    read = _CONVERTERS[fmt](data)
+    most = max_pages()
+    # A PDF's pages are counted before any is read; a DOCX's once its page breaks are found.
+    read = _pdf(data, most) if fmt == PDF else _CONVERTERS[fmt](data)
+    if len(read.pages) > most:
+        raise ConversionError(_too_many_pages(len(read.pages), most))
     check_text_length(len(read.text))
     pages = [clean_text(page) for page in read.pages]
     text = "\n\n".join(page for page in pages if page)
@@ -737,27 +751,31 @@ class _HtmlText:
 # PDF --------------------------------------------------------------------------------------------
 
 
-def _pdf(data: bytes) -> _Read:
+def _pdf(data: bytes, max_pages: int | None = None) -> _Read:
+    """Read a PDF's pages and count its images; past `max_pages` pages (a run's file), refuse
+    it before reading any."""
     try:
         reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not _opens_without_password(reader):
             raise ConversionError("the PDF is encrypted (password protected) and cannot be read")
+        if max_pages is not None and len(reader.pages) > max_pages:
+            raise ConversionError(_too_many_pages(len(reader.pages), max_pages, "PDF"))
         pages = []
         total = 0
-        images = 0
+        images: set[int] = set()
         for number, page in enumerate(reader.pages, start=1):
             _check_inflation(page, number)
             pages.append((page.extract_text() or "").strip())
             total += len(pages[-1]) + 2
             check_text_length(total)
-            images += _page_images(page)
+            images |= _page_images(page)
         metadata = reader.metadata
         title = str(metadata.title or "") if metadata is not None else ""
     except ConversionError:
         raise
     except Exception as exc:  # pypdf raises many kinds on malformed files
         raise ConversionError(f"the PDF cannot be read: {_reason(exc)}") from None
-    return _Read(title, pages, images)
+    return _Read(title, pages, len(images))
 
 
 def _check_inflation(page: Any, number: int) -> None:
@@ -779,10 +797,11 @@ def _check_inflation(page: Any, number: int) -> None:
 _MAX_XOBJECTS_PER_PAGE = 10_000
 
 
-def _page_images(page: Any) -> int:
-    """Count the image XObjects a PDF page draws from (in its forms too), none decoded."""
+def _page_images(page: Any) -> set[object]:
+    """The image XObjects a PDF page draws from (in its forms too), none decoded: each by its
+    object number, so that a logo drawn on every page is one image of the document."""
     seen: set[int] = set()
-    count = 0
+    images: set[object] = set()
     resources = [page.get("/Resources")]
     while resources and len(seen) < _MAX_XOBJECTS_PER_PAGE:
         found = resources.pop()
@@ -792,7 +811,8 @@ def _page_images(page: Any) -> int:
         if not isinstance(xobjects, dict):
             continue
         for reference in xobjects.values():
-            key = getattr(reference, "idnum", None) or id(reference)
+            number = getattr(reference, "idnum", None)
+            key = number or id(reference)
             if key in seen:
                 continue
             seen.add(key)
@@ -800,10 +820,11 @@ def _page_images(page: Any) -> int:
             if not isinstance(xobject, dict):
                 continue
             if xobject.get("/Subtype") == "/Image":
-                count += 1
+                # An object written in place (not by reference) is its own image.
+                images.add(number or object())
             elif xobject.get("/Subtype") == "/Form":
                 resources.append(xobject.get("/Resources"))
-    return count
+    return images
 
 
 def _opens_without_password(reader: pypdf.PdfReader) -> bool:

@@ -7,12 +7,11 @@ from typing import Any
 
 from django.conf import settings
 from django.http import FileResponse
-from django.http.multipartparser import MultiPartParser as DjangoMultiPartParser
 from django.http.multipartparser import MultiPartParserError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import ParseError, ValidationError
+from rest_framework.exceptions import APIException, ParseError, ValidationError
 from rest_framework.parsers import DataAndFiles
 from rest_framework.request import Request
 from rest_framework.views import APIView
@@ -24,7 +23,7 @@ from workflows.engine.files import DEFAULT_MAX_FILES, FILES
 from workflows.models import Recipe
 from workflows.validators import fields_errors, json_value_errors
 
-from . import selectors, services
+from . import multipart, selectors, services
 from .inputs import coerce_cli_value
 from .models import RunFile
 from .run_files import SERVED_AS_IS, file_response, max_bytes, upload_of
@@ -32,24 +31,6 @@ from .run_files import SERVED_AS_IS, file_response, max_bytes, upload_of
 MULTIPART = "multipart/form-data"
 # The fields of a multipart run start that are not inputs.
 START_FIELDS = ("inputs", "script", "version", "classification")
-
-
-class _ClientNamesKept(DjangoMultiPartParser):
-    """Django's multipart parser, keeping each file's name as the client sent it.
-
-    Django cuts a name to its last path part and drops characters it cannot print; a name with
-    a path or a NUL in it is refused instead (`run_files.name_problem`), so it must be seen.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.client_names: dict[str, str] = {}
-
-    def sanitize_file_name(self, file_name: str) -> str | None:
-        # A stand-in Django can keep as it likes; the name sent is looked up by it afterwards.
-        stand_in = f"upload-{len(self.client_names)}"
-        self.client_names[stand_in] = file_name
-        return stand_in
 
 
 class RunFilesParser(MultiPartParser):
@@ -61,17 +42,49 @@ class RunFilesParser(MultiPartParser):
         meta = request.META.copy()
         meta["CONTENT_TYPE"] = media_type
         encoding = context.get("encoding", settings.DEFAULT_CHARSET)
+        if (most := _most_read()) is not None and _content_length(meta) > most:
+            raise RequestRefused(multipart.too_large())  # refused before any of it is read
         try:
-            parser = _ClientNamesKept(meta, stream, request.upload_handlers, encoding)
-            data, files = parser.parse()
+            data, files, refused = multipart.parse_run_upload(
+                meta,
+                stream,
+                request.upload_handlers,
+                encoding,
+                # Django's request: DRF's own may be authenticating (its CSRF check parses).
+                user=getattr(request._request, "user", None),
+                bounds={},  # the version the run starts on is known once the fields are read
+            )
         except MultiPartParserError as exc:
             raise ParseError(f"Multipart form parse error - {exc}") from None
-        for _, uploads in files.lists():
-            for uploaded in uploads:
-                uploaded.client_name = parser.client_names.get(uploaded.name, uploaded.name)
+        if refused is not None:
+            raise RequestRefused(refused)
         if errors := fields_errors(data):
             raise InputRefused(errors)
         return DataAndFiles(data, files)
+
+
+def _content_length(meta: dict[str, Any]) -> int:
+    try:
+        return int(meta.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0  # the parser refuses it
+
+
+def _most_read() -> int | None:
+    """The longest multipart body read: its files' bound and its other fields' (Django's)."""
+    fields = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return None if fields is None else int(settings.RUN_UPLOAD_MAX_BYTES) + fields
+
+
+class RequestRefused(APIException):
+    """A multipart run start refused while it is read: 413 (too large), 429 (too many files
+    this minute, with Retry-After)."""
+
+    def __init__(self, refused: multipart.UploadRefused) -> None:
+        super().__init__(str(refused))
+        self.status_code = refused.status
+        self.errors = [str(refused)]
+        self.wait = refused.retry_after
 
 
 def multipart_start(request: Request, recipe: Recipe) -> dict[str, Any]:

@@ -425,7 +425,7 @@ class RunFile(models.Model):
     The bytes are in the `run_files` storage; the text and pages read from them are here, read
     once when the file was uploaded, so a template or a detector never converts it again. The
     run's inputs keep only a reference (`workflows.engine.files.REF_FIELDS`). Deleted with its
-    run; its bytes go with it (`runner/signals.py`).
+    run; its bytes go with it (a post_delete receiver in `runner/run_files.py`).
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)

@@ -15,6 +15,7 @@ import binascii
 import hashlib
 import logging
 import math
+import re
 import time
 import unicodedata
 import uuid
@@ -52,6 +53,7 @@ from .outages import BROKER_ERRORS
 log = logging.getLogger(__name__)
 
 NAME_MAX_CHARS = 255
+_ASCII_WHITESPACE = re.compile(r"[ \t\n\r\f\v]+")
 # Media types served as themselves (a browser shows them, and none runs a script); any other
 # file is served as bytes to save.
 SERVED_AS_IS = frozenset({"application/pdf", "image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -70,6 +72,8 @@ class Upload:
     filename: str
     data: bytes
     content_type: str | None = None
+    # Counted against the user's upload rate already, as the request bringing it was read.
+    counted: bool = False
 
     def __repr__(self) -> str:  # never the bytes in a log or an error
         return f"Upload({self.filename!r}, {len(self.data)} bytes, {self.content_type!r})"
@@ -125,7 +129,7 @@ def upload_of(uploaded: UploadedFile, limit: int | None = None) -> Upload:
     uploaded.seek(0)
     data = uploaded.read((int(settings.RUN_FILE_MAX_BYTES) if limit is None else limit) + 1)
     name = getattr(uploaded, "client_name", None) or uploaded.name or ""
-    return Upload(name, data, uploaded.content_type)
+    return Upload(name, data, uploaded.content_type, getattr(uploaded, "counted", False))
 
 
 # --------------------------------------------------------------------------------------------
@@ -139,14 +143,16 @@ def max_bytes(spec: Mapping[str, Any]) -> int:
 
 
 def upload_count(schema: Mapping[str, Mapping[str, Any]], inputs: object) -> int:
-    """How many files `inputs` uploads (for the rate limit, before any is read)."""
+    """How many files `inputs` uploads (for the rate limit, before any is read), but those
+    counted as the request bringing them was read (`runner.multipart`)."""
     if not isinstance(inputs, Mapping):
         return 0
     count = 0
     for name, spec in schema.items():
         if is_file_type(spec.get("type")) and inputs.get(name) is not None:
             value = inputs[name]
-            count += len(value) if isinstance(value, list) else 1
+            values = value if isinstance(value, list) else [value]
+            count += sum(not (isinstance(v, Upload) and v.counted) for v in values)
     return count
 
 
@@ -237,7 +243,9 @@ def _as_upload(value: object) -> Upload:
         if extra := sorted(set(value) - {"name", BASE64_FIELD, "media_type"}):
             raise _Refused(f"unknown field {', '.join(extra)} (name, {BASE64_FIELD}, media_type)")
         try:
-            data = base64.b64decode(content, validate=True)
+            # Line-wrapped base64 (`base64 file.pdf` writes 76 columns) is base64 still; any
+            # other character than the alphabet and ASCII whitespace is refused.
+            data = base64.b64decode(_ASCII_WHITESPACE.sub("", content), validate=True)
         except (binascii.Error, ValueError):
             raise _Refused(f"{BASE64_FIELD} is not valid base64") from None
         return Upload(filename, data, media_type)

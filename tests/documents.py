@@ -28,9 +28,16 @@ def jpeg(width: int = 64, height: int = 48) -> bytes:
     return out.getvalue()
 
 
-def pdf(pages: Sequence[str], *, images_on: Sequence[int] = (), title: str = "") -> bytes:
-    """A PDF with a page for each text (lines split on newlines), and a picture on each page
-    numbered (from 1) in `images_on`."""
+def pdf(
+    pages: Sequence[str],
+    *,
+    images_on: Sequence[int] = (),
+    logo_on: Sequence[int] = (),
+    title: str = "",
+) -> bytes:
+    """A PDF with a page for each text (lines split on newlines), a picture of its own on each
+    page numbered (from 1) in `images_on`, and one same picture (fpdf2 writes it once) on each
+    page in `logo_on`."""
     document = FPDF()
     document.set_auto_page_break(auto=True, margin=15)
     if title:
@@ -41,7 +48,9 @@ def pdf(pages: Sequence[str], *, images_on: Sequence[int] = (), title: str = "")
         for line in text.splitlines() or [""]:
             document.multi_cell(0, 8, line, new_x="LMARGIN", new_y="NEXT")
         if number in images_on:
-            document.image(io.BytesIO(png(120, 80)), x=20, y=120, w=60)
+            document.image(io.BytesIO(png(120, 80, (number % 256, 30, 30))), x=20, y=120, w=60)
+        if number in logo_on:
+            document.image(io.BytesIO(png(40, 40, (10, 10, 10))), x=150, y=10, w=20)
     return bytes(document.output())
 
 

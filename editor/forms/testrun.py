@@ -133,6 +133,9 @@ def file_field(kind: str, spec: dict[str, Any], *, required: bool, label: str) -
 class TestRunForm(forms.Form):
     """Inputs and scripted answers for a dry run, built from the version's inputs and actors."""
 
+    # The form field of input NAME is INPUT_PREFIX + NAME.
+    INPUT_PREFIX = "input_"
+
     # How the run's classify steps classify (shown when the recipe has one).
     classification = forms.ChoiceField(
         required=False,
@@ -184,7 +187,7 @@ class TestRunForm(forms.Form):
                 # Shown filled in, so the person running sees what the run will use; a field
                 # emptied is left out of the inputs and the run takes the default all the same.
                 field.initial = spec["default"]
-            self.fields[f"input_{name}"] = field
+            self.fields[f"{self.INPUT_PREFIX}{name}"] = field
             self.input_names.append(name)
         actors = document.get("actors") if isinstance(document.get("actors"), dict) else {}
         for alias, reference in actors.items():
@@ -250,7 +253,7 @@ class TestRunForm(forms.Form):
 
     @property
     def input_fields(self) -> list[forms.BoundField]:
-        return [self[f"input_{n}"] for n in self.input_names]
+        return [self[f"{self.INPUT_PREFIX}{n}"] for n in self.input_names]
 
     @property
     def script_fields(self) -> list[forms.BoundField]:
@@ -262,13 +265,13 @@ class TestRunForm(forms.Form):
     def inputs(self) -> dict[str, Any]:
         values: dict[str, Any] = {}
         for name in self.input_names:
-            value = self.cleaned_data.get(f"input_{name}")
+            value = self.cleaned_data.get(f"{self.INPUT_PREFIX}{name}")
             if isinstance(value, list) and isinstance(
-                self.fields[f"input_{name}"], forms.FileField
+                self.fields[f"{self.INPUT_PREFIX}{name}"], forms.FileField
             ):
                 if value:
                     values[name] = [upload_of(item) for item in value]
-            elif isinstance(self.fields[f"input_{name}"], forms.FileField):
+            elif isinstance(self.fields[f"{self.INPUT_PREFIX}{name}"], forms.FileField):
                 if value:
                     values[name] = upload_of(value)
             elif value not in (None, ""):
@@ -305,5 +308,5 @@ class TestRunForm(forms.Form):
                 name, message = hits.group(0), f"{path}: {message}"
             elif head == "script" and name.startswith((SCRIPT_TOOL, SCRIPT_HTTP)) and "[" in name:
                 name, message = name.partition("[")[0], f"{path}: {message}"
-            field = {"inputs": f"input_{name}", "script": f"script_{name}"}.get(head)
+            field = {"inputs": f"{self.INPUT_PREFIX}{name}", "script": f"script_{name}"}.get(head)
             self.add_error(field if field in self.fields else None, message or error)

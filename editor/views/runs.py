@@ -15,18 +15,27 @@ from django.db.models import QuerySet
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
 from runner import tracing
 from runner.inputs import InputsInvalid
 from runner.models import Run, RunEvent, StepRun
+from runner.multipart import (
+    RunUploadHandler,
+    bound_uploads,
+    file_bounds,
+    posted_fields_checked,
+    reads_its_own_upload,
+)
 from runner.run_files import TooManyUploads, file_response
 from runner.selectors import run_file_get, run_get, run_steps, runs_listed, runs_of_recipe
 from runner.services import RunFinished, RunNotStartable, run_cancel, run_start
 from runner.status import TERMINAL, RunStatus
 from workflows import engine
 from workflows.apis.pagination import PageOfList, keyset_window
+from workflows.models import Recipe, RecipeVersion
 from workflows.selectors import recipe_get, recipes_visible_to
 
 from ..catalog import catalog
@@ -41,6 +50,7 @@ class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
 
 
+@reads_its_own_upload  # CSRF checked by _run_new, once the uploads are bounded
 @login_required
 @require_http_methods(["GET", "POST"])
 def run_new(request: HtmxHttpRequest, slug: str) -> HttpResponse:
@@ -49,9 +59,26 @@ def run_new(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     version = recipe.latest_version
     if version is None:
         return render(request, "runs/run_new.html", {"recipe": recipe, "form": None}, status=409)
-    form = TestRunForm(request.POST or None, request.FILES or None, document=version.document)
+    bounds = file_bounds(version.document.get("inputs", {}), prefix=TestRunForm.INPUT_PREFIX)
+    return _run_new(request, recipe, version, bound_uploads(request, bounds))
+
+
+@csrf_protect
+def _run_new(
+    request: HtmxHttpRequest, recipe: Recipe, version: RecipeVersion, uploads: RunUploadHandler
+) -> HttpResponse:
+    posted_fields_checked(request)
+    posted = request.method == "POST"
+    form = TestRunForm(
+        request.POST if posted else None,
+        request.FILES if posted else None,
+        document=version.document,
+    )
     refused = 400
-    if request.method == "POST" and form.is_valid():
+    if uploads.refused is not None:
+        form.add_error(None, str(uploads.refused).removeprefix("inputs: "))
+        refused = uploads.refused.status
+    elif posted and form.is_valid():
         try:
             run = run_start(
                 user=request.user,

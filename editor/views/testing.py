@@ -14,9 +14,16 @@ from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from runner.inputs import InputsInvalid
+from runner.multipart import (
+    RunUploadHandler,
+    bound_uploads,
+    posted_fields_checked,
+    reads_its_own_upload,
+)
 from runner.run_files import TooManyUploads
 from runner.selectors import run_get, run_steps
 from runner.services import RunNotStartable, run_start
@@ -46,6 +53,7 @@ def _latest_document(recipe: Recipe) -> tuple[Any, dict[str, Any] | None]:
     return version, (version.document if version else None)
 
 
+@reads_its_own_upload  # CSRF checked by _testrun_panel, once the uploads are bounded
 @login_required
 @require_POST
 def testrun_panel(request: HttpRequest, slug: str) -> HttpResponse:
@@ -56,6 +64,19 @@ def testrun_panel(request: HttpRequest, slug: str) -> HttpResponse:
     hidden snapshot of it. Reopening the panel keeps the values typed (`input_*`, `script_*`).
     """
     recipe = editable_recipe(request, slug)
+    # The inputs' own bounds are in the posted document, read with the files: each file is
+    # kept to RUN_FILE_MAX_BYTES here, and checked against its input by run_start.
+    return _testrun_panel(request, recipe, bound_uploads(request, {}))
+
+
+@csrf_protect
+def _testrun_panel(request: HttpRequest, recipe: Recipe, uploads: RunUploadHandler) -> HttpResponse:
+    posted_fields_checked(request)
+    if uploads.refused is not None:
+        form = TestRunForm(request.POST, document=document_from_recipe(recipe))
+        form.add_error(None, str(uploads.refused).removeprefix("inputs: "))
+        context = {"recipe": recipe, "form": form, "run": None, "document_errors": []}
+        return render(request, f"{PANELS}#testrun-panel", context, status=uploads.refused.status)
     try:
         document = (
             posted_document(request, recipe)

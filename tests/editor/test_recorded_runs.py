@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import reverse
 
 from editor.models import RecipeTest
@@ -635,3 +635,23 @@ def test_a_test_saved_from_a_run_with_files_uploads_them_again_and_passes(author
     assert (test.last_result, test.last_message) == ("passed", "")
     replayed = Run.objects.get(pk=test.last_run_id)
     assert replayed.files.get().name == "loan.pdf" and replayed.pk != run.pk
+
+
+def test_a_run_whose_files_are_too_large_for_a_test_is_not_saved_saying_why(
+    author: Any, web: Client
+) -> None:
+    document = pdf(["Loan application.", f"Pay with card {VALID_CARD}."])
+    run = run_on(author, [("loan.pdf", document)])
+
+    with override_settings(RECIPE_TEST_MAX_FILE_BYTES=len(document) - 1):
+        response = web.post(reverse("run-save-as-test", args=[run.pk]), HTTP_HX_REQUEST="true")
+        with pytest.raises(RunNotRecordable, match=f"more than the {len(document) - 1:,}"):
+            recipe_test_from_run(run=run, user=author)
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert f"its files are {len(document):,} bytes together" in page
+    assert "in base64" in page
+    assert not RecipeTest.objects.exists()
+    with override_settings(RECIPE_TEST_MAX_FILE_BYTES=len(document)):
+        assert recipe_test_from_run(run=run, user=author).inputs["doc"]["name"] == "loan.pdf"

@@ -136,3 +136,31 @@ def test_an_image_over_the_pixel_limit_is_refused_before_it_is_decoded() -> None
         pytest.raises(ConversionError, match=r"30 x 20 pixels; at most 500 pixels"),
     ):
         read_document("p.png", image_bytes("PNG", 30, 20))
+
+
+def test_a_picture_drawn_on_several_pages_is_one_image_of_the_pdf() -> None:
+    pdf = documents.pdf(["One", "Two", "Three"], images_on=[2], logo_on=[1, 2, 3])
+
+    read = read_document("letter.pdf", pdf)
+
+    assert read.image_count == 2  # the logo (written once, drawn thrice) and page 2's picture
+
+
+def test_a_pdf_of_more_pages_than_a_run_takes_is_refused_before_they_are_read() -> None:
+    pdf = documents.pdf(["a"] * 6)
+
+    with override_settings(RUN_FILE_MAX_PAGES=5):
+        with pytest.raises(ConversionError) as refused:
+            read_document("long.pdf", pdf)
+        assert str(refused.value) == "the PDF has 6 pages, more than the 5 a run's file may have"
+        assert read_document("short.pdf", documents.pdf(["a"] * 5)).pages == ["a"] * 5
+        # A knowledge base reads it all the same: its documents are not judged page by page.
+        assert convert("long.pdf", pdf).text
+
+
+def test_a_docx_of_more_pages_than_a_run_takes_is_refused() -> None:
+    with (
+        override_settings(RUN_FILE_MAX_PAGES=2),
+        pytest.raises(ConversionError, match="the document has 3 pages, more than the 2"),
+    ):
+        read_document("paged.docx", paged_docx())

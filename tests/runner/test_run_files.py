@@ -544,6 +544,121 @@ def test_a_start_that_fails_after_its_files_were_written_leaves_no_blob(
     assert not Run.objects.exists() and not RunFile.objects.exists()
 
 
+def test_line_wrapped_base64_is_taken(client: APIClient) -> None:
+    data = documents.pdf(["Wrapped"])
+    encoded = b64(data)
+    # What `base64 file.pdf` writes: 76 columns, a newline after each line.
+    wrapped = "".join(encoded[i : i + 76] + "\n" for i in range(0, len(encoded), 76))
+    body = {"inputs": {"doc": {"name": "w.pdf", "content_base64": wrapped}}}
+
+    answer = client.post(RUNS, body, format="json")
+
+    assert answer.status_code == 201, answer.content
+    assert RunFile.objects.get().pages == ["Wrapped"]
+
+
+def test_base64_with_other_characters_than_whitespace_is_refused(client: APIClient) -> None:
+    body = {"inputs": {"doc": {"name": "a.txt", "content_base64": b64(b"hello") + "\n*"}}}
+
+    answer = client.post(RUNS, body, format="json")
+
+    assert answer.status_code == 400
+    assert answer.json()["errors"] == ["inputs.doc: content_base64 is not valid base64"]
+
+
+def test_a_pdf_of_too_many_pages_is_a_400_naming_the_input(client: APIClient) -> None:
+    with override_settings(RUN_FILE_MAX_PAGES=3):
+        answer = post_multipart(client, RUNS, {"doc": ("long.pdf", documents.pdf(["a"] * 4))})
+
+    assert answer.status_code == 400
+    assert answer.json()["errors"] == [
+        "inputs.doc: long.pdf: the PDF has 4 pages, more than the 3 a run's file may have"
+    ]
+    assert not Run.objects.exists() and not RunFile.objects.exists()
+
+
+def test_a_multipart_request_is_read_no_further_than_its_files_bound(client: APIClient) -> None:
+    before = blobs()
+    with override_settings(RUN_UPLOAD_MAX_BYTES=1_000):
+        answer = client.post(
+            RUNS,
+            {"doc": upload("a.txt", b"a" * 600), "extras": [upload("b.txt", b"b" * 600)]},
+            format="multipart",
+        )
+
+    assert answer.status_code == 413
+    assert answer.json()["errors"] == [
+        "inputs: the files of one request are at most 1,000 bytes together "
+        "(RUN_UPLOAD_MAX_BYTES); send fewer or smaller files"
+    ]
+    assert not Run.objects.exists() and blobs() == before
+
+
+def test_a_multipart_request_longer_than_it_may_be_is_refused_unread(client: APIClient) -> None:
+    with override_settings(RUN_UPLOAD_MAX_BYTES=1_000, DATA_UPLOAD_MAX_MEMORY_SIZE=100):
+        answer = client.post(RUNS, {"doc": upload("a.txt", b"a" * 1_200)}, format="multipart")
+
+    assert answer.status_code == 413
+    assert "at most 1,000 bytes together" in answer.json()["errors"][0]
+
+
+def test_uploads_are_counted_as_they_arrive_even_in_a_request_refused_after(
+    client: APIClient,
+) -> None:
+    with override_settings(RUN_FILE_UPLOADS_PER_MINUTE=3):
+        refused = client.post(
+            RUNS,
+            {"doc": upload("a.txt", b"a"), "extras": [upload("b.txt", b"b")], "inputs": "{"},
+            format="multipart",
+        )
+        once = client.post(RUNS, {"doc": upload("c.txt", b"c")}, format="multipart")
+        over = client.post(RUNS, {"doc": upload("d.txt", b"d")}, format="multipart")
+
+    assert refused.status_code == 400  # its inputs field is not JSON: but its files came
+    assert once.status_code == 201  # counted once, as it was read, not again by run_start
+    assert over.status_code == 429
+    assert 1 <= int(over["Retry-After"]) <= 60
+    assert "at most 3 files may be uploaded a minute" in over.json()["errors"][0]
+
+
+def test_each_file_is_kept_to_a_byte_over_what_its_input_takes() -> None:
+    from django.core.files.uploadhandler import MemoryFileUploadHandler
+
+    from runner.multipart import parse_run_upload
+
+    boundary = "b0undary"
+    body = b""
+    for field, name, size in [("doc", "a.txt", 50), ("doc", "b.txt", 5), ("other", "c.txt", 30)]:
+        body += (
+            (
+                f'--{boundary}\r\nContent-Disposition: form-data; name="{field}"; '
+                f'filename="{name}"\r\n\r\n'
+            ).encode()
+            + b"x" * size
+            + b"\r\n"
+        )
+    body += f"--{boundary}--\r\n".encode()
+    meta = {
+        "CONTENT_TYPE": f"multipart/form-data; boundary={boundary}",
+        "CONTENT_LENGTH": str(len(body)),
+    }
+
+    _, files, refused = parse_run_upload(
+        meta,
+        io.BytesIO(body),
+        [MemoryFileUploadHandler()],
+        "utf-8",
+        user=None,
+        bounds={"doc": (10, 1)},
+    )
+
+    assert refused is None
+    # 11 bytes: enough to refuse it as over 10; the second of a one-file input is not kept.
+    assert [f.size for f in files.getlist("doc")] == [11, 0]
+    assert files["other"].size == 30  # no input's bounds: RUN_FILE_MAX_BYTES
+    assert [f.client_name for f in files.getlist("doc")] == ["a.txt", "b.txt"]
+
+
 def test_a_fork_onto_a_version_that_makes_an_input_a_file_takes_no_ref_made_by_hand(
     owner: Any, papers: Recipe
 ) -> None:

@@ -75,6 +75,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             status=status.HTTP_409_CONFLICT,
         )
     response = drf_exception_handler(exc, context)
+    if response is not None and isinstance(getattr(exc, "errors", None), list):
+        # A refusal of any status that lists its errors (e.g. a run's upload, 413 or 429):
+        # the one shape, DRF's headers (Retry-After) kept.
+        response.data = {"errors": exc.errors}  # type: ignore[attr-defined]
+        return response
     if response is not None and isinstance(exc, ValidationError):
         response.data = {"errors": flatten_errors(exc.detail)}
     elif response is not None and isinstance(exc, ParseError | UnsupportedMediaType):
