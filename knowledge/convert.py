@@ -292,6 +292,9 @@ _PILLOW_FORMATS = {
     "image/gif": "GIF",
     "image/webp": "WEBP",
 }
+# The images a run takes (and every provider is shown as they are).
+IMAGE_TYPES = frozenset(_PILLOW_FORMATS)
+PDF_TYPE = _MEDIA_TYPES[PDF]
 
 
 def sniff_format(name: str, data: bytes, content_type: str | None) -> tuple[str, str]:

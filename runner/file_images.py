@@ -16,10 +16,12 @@ import pypdfium2
 from django.conf import settings
 from PIL import Image, UnidentifiedImageError
 
+from knowledge.convert import IMAGE_TYPES, PDF_TYPE
+
 PNG, JPEG = "image/png", "image/jpeg"
 # The media types every provider takes as images: such a file is sent as it is.
-SENDABLE = frozenset({PNG, JPEG, "image/gif", "image/webp"})
-PDF = "application/pdf"
+SENDABLE = IMAGE_TYPES
+PDF = PDF_TYPE
 # Long enough a side for a model to read a page's small print (Anthropic's advice: 1568 px).
 MAX_SIDE = 1568
 MAX_SCALE = 2.0

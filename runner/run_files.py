@@ -36,7 +36,14 @@ from django.db.models.signals import post_delete
 from django.dispatch import receiver
 from django.http import FileResponse
 
-from knowledge.convert import ConversionError, DocumentRead, read_document, sniff_format
+from knowledge.convert import (
+    IMAGE_TYPES,
+    PDF_TYPE,
+    ConversionError,
+    DocumentRead,
+    read_document,
+    sniff_format,
+)
 from workflows.engine.files import (
     DEFAULT_MAX_FILES,
     FILE,
@@ -56,7 +63,7 @@ NAME_MAX_CHARS = 255
 _ASCII_WHITESPACE = re.compile(r"[ \t\n\r\f\v]+")
 # Media types served as themselves (a browser shows them, and none runs a script); any other
 # file is served as bytes to save.
-SERVED_AS_IS = frozenset({"application/pdf", "image/png", "image/jpeg", "image/gif", "image/webp"})
+SERVED_AS_IS = IMAGE_TYPES | {PDF_TYPE}
 RATE_WINDOW_SECONDS = 60
 # What a JSON client sends for a file: its name, its bytes in base64, the type it says it is.
 BASE64_FIELD = "content_base64"
