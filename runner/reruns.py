@@ -259,8 +259,8 @@ def run_fork(
         if not at.variant.startswith(engine.SUFFIX_MARK):
             next_["variant"] = at.variant
     if move is not None and move.feedback and move.next_step == at.step_key:
-        # The parent sent a failure back to the step (RECLASSIFICATION, REPLANNING): so does
-        # the fork.
+        # The parent sent a failure (RECLASSIFICATION, REPLANNING) or a reviewer's comment
+        # to the step as its {feedback}: so does the fork.
         next_["feedback"] = move.feedback
     calls = _calls_before(run, at_seq, history)
     if script is not None:

@@ -369,6 +369,29 @@ def test_it_reads_the_reviewers_decision_on_the_human_step_and_after_it() -> Non
     assert (final.kind, final.reason) == ("complete", "reviewer chose approve")
 
 
+def test_a_reviewers_comment_is_the_feedback_of_the_step_the_run_goes_to() -> None:
+    g = graph(
+        step("draft", prompt="Write. {feedback}"),
+        step(
+            "review",
+            branch("revise", 1, {"type": "human_decision", "value": "revise"}, target="draft"),
+            branch("reject", 2, {"type": "human_decision", "value": "reject"}, target="@end"),
+            kind="human",
+            actor="editors",
+        ),
+    )
+    state = start(g)
+    decide(g, state, StepResult("draft", "first draft"))
+    revised = decide(g, state, StepResult("review", comment=" Name the storm. ", decision="revise"))
+    assert (revised.next_step, revised.feedback) == ("draft", "Name the storm.")
+    # A decision that ends the run sends none; nor does a revise without a comment.
+    decide(g, state, StepResult("draft", "second draft"))
+    ended = decide(g, state, StepResult("review", comment="No.", decision="reject"))
+    assert ended.feedback is None
+    silent = decide(g, start(g), StepResult("review", decision="revise"))
+    assert silent.feedback is None
+
+
 def test_it_reads_the_routes_an_earlier_classify_step_selected() -> None:
     g = graph(
         step(

@@ -139,7 +139,8 @@ def story_document() -> dict[str, Any]:
                 "name": "Revise",
                 "kind": "llm",
                 "actor": "writer",
-                "prompt": "Revise: {steps.write.response}\nEditor says: {steps.review.response}",
+                "prompt": "Revise: {steps.write.response}\nEditor says: {steps.review.response}\n"
+                "Feedback: {feedback}",
                 "branches": [
                     {
                         "name": "done",

@@ -106,7 +106,9 @@ def test_it_waits_for_a_reviewer_and_resumes_once_on_revise(
         "add a dragon",
         "decided",
     )
-    assert "Editor says: add a dragon" in run.steps.get(step_key="revise").prompt
+    revised = run.steps.get(step_key="revise").prompt
+    # The comment reaches the writer both ways: as the review's response and as {feedback}.
+    assert "Editor says: add a dragon" in revised and "Feedback: add a dragon" in revised
     assert StepRun.objects.filter(run=run).count() == 3
     assert api.get("/api/tasks/").json() == []
 

@@ -22,6 +22,7 @@ A step kind may choose the move itself (a decision tree goes to its leaf's targe
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from workflows.engine.actions import RUNS_A_STEP, Move, is_bounded, move_for, retry_limit
 from workflows.engine.actor_choice import Learning
@@ -45,6 +46,9 @@ from workflows.engine.sources import Citation
 from workflows.engine.state import RunState
 from workflows.engine.step_kinds.base import StepKind
 from workflows.engine.step_kinds.registry import step_kind
+
+# A human step's kind: its reviewer's comment is the next step's feedback.
+HUMAN_KIND = "human"
 
 NO_MATCH_NEXT = "no branch matched; next in sequence"
 NO_MATCH_LAST = "no branch matched; last step done"
@@ -234,6 +238,7 @@ def decide(
         _not_followed(evaluations, not_taken)
         return Decision("fail", None, None, None, None, None, failure, evaluations, "failed")
     _remember(state, step, move, taken)
+    move = with_reviewer_comment(move, step, result)
     if taken is not None:
         count_rerun(graph, state, step, taken, severity_of(step, result))
     action = taken.action if taken is not None else None
@@ -252,6 +257,16 @@ def decide(
         move.feedback,
         move.delay_s,
     )
+
+
+def with_reviewer_comment(move: Move, step: StepSpec, result: StepResult) -> Move:
+    """`move`, carrying a human step's comment to the step the run goes to next as its
+    `{feedback}`: a revision asked for reaches the writer (who may also read
+    `{steps.KEY.response}`). A failure sent back already (`with_feedback`) is kept."""
+    if step.kind != HUMAN_KIND or move.kind not in RUNS_A_STEP or move.feedback:
+        return move
+    comment = (result.comment or result.response or "").strip()
+    return replace(move, feedback=comment) if comment else move
 
 
 def _not_followed(evaluations: list[Evaluation], why: str) -> None:

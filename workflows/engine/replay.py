@@ -18,7 +18,7 @@ from workflows.engine.errors import EngineError
 from workflows.engine.graph import BranchSpec, RecipeGraph, StepSpec
 
 # The same bookkeeping as `decide`'s, so that a replayed state cannot drift from a decided one.
-from workflows.engine.next_step import _record, _remember
+from workflows.engine.next_step import _record, _remember, with_reviewer_comment
 from workflows.engine.severity import count_rerun, severity_of, with_feedback
 from workflows.engine.state import RunState
 from workflows.engine.step_kinds.registry import step_kind
@@ -67,6 +67,7 @@ def replay(graph: RecipeGraph, state: RunState, recorded: Iterable[RecordedStep]
             severity = severity_of(step, entry.result)
             move = with_feedback(move, graph, step, branch, severity, entry.result.error)
             count_rerun(graph, state, step, branch, severity)
+        move = with_reviewer_comment(move, step, entry.result)
     return move
 
 
