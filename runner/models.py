@@ -414,9 +414,13 @@ def _run_files() -> Storage:
     return storages["run_files"]
 
 
+def run_file_path(run_id: int, file_id: object) -> str:
+    """Where a run's file is stored: by the file's id, never the name it was uploaded with."""
+    return f"runs/{run_id}/{file_id}"
+
+
 def _run_file_path(instance: RunFile, filename: str) -> str:
-    # The stored name is the file's id, never the name it was uploaded with.
-    return f"runs/{instance.run_id}/{instance.id}"
+    return run_file_path(instance.run_id, instance.id)
 
 
 class RunFile(models.Model):

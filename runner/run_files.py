@@ -54,7 +54,7 @@ from workflows.engine.files import (
 )
 
 from .inputs import InputsInvalid
-from .models import RunFile
+from .models import RunFile, run_file_path
 from .outages import BROKER_ERRORS
 
 log = logging.getLogger(__name__)
@@ -308,7 +308,7 @@ def attach(run_id: int, pending: list[PendingFile], written: list[str]) -> list[
     to `written` once saved), and their rows. Callers go through `storing`."""
     rows = []
     for file in pending:
-        blob = _storage().save(f"runs/{run_id}/{file.id}", ContentFile(file.data))
+        blob = _storage().save(run_file_path(run_id, file.id), ContentFile(file.data))
         written.append(blob)
         rows.append(
             RunFile(
