@@ -98,3 +98,25 @@ def test_a_single_key_approval_can_be_undone_and_is_sent_when_its_window_closes(
     page.goto(browser_page.base_url + "/runs/")
     assert wait_for_decision(second) == (TaskStatus.DECIDED, "approve")
     assert status_of(third) == (TaskStatus.OPEN, "")
+
+
+def test_on_a_phone_the_filters_fold_under_their_summary(
+    browser_page: BrowserPage, tasks: list[HumanTask]
+) -> None:
+    page = browser_page.page
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.emulate_media(color_scheme="dark")
+    browser_page.open("/inbox/")
+    filters = page.locator("#inbox-filters")
+
+    expect(page.locator("#inbox-list .task-row")).to_have_count(3)
+    expect(filters).to_be_hidden()
+    browser_page.screenshot("inbox-phone-dark")
+    page.get_by_text("Filters", exact=True).click()
+    expect(filters).to_be_visible()
+    browser_page.screenshot("inbox-phone-dark-filters")
+    # Wider again, they are open without a summary to click.
+    page.get_by_text("Filters", exact=True).click()
+    page.set_viewport_size({"width": 1280, "height": 900})
+    expect(filters).to_be_visible()
+    expect(page.get_by_text("Filters", exact=True)).to_be_hidden()
