@@ -55,7 +55,8 @@ const WAITING = '.task-card:is([data-status="open"], [data-status="deciding"])';
 
 let count = null; // the open tasks of the user's groups, as the last message said
 const closedPayloads = new Map(); // id -> the payload that closed it
-// Decisions made with a key, not sent yet: task id -> {option, timer, notice}, oldest first.
+// Decisions made with a key, not sent yet: task id -> {option, timer, ticker, notice}, oldest
+// first.
 const held = new Map();
 const fetching = new Set();
 
@@ -400,22 +401,29 @@ function labelOf(card, option) {
   return button ? button.textContent.trim() : option;
 }
 
-// Hold a decision made with a key: the list moves on, a notice offers Undo until it is sent.
+// Hold a decision made with a key: the list moves on, a notice counts down to its sending and
+// offers Undo meanwhile.
 function hold(card, option) {
   const id = card.dataset.taskId;
-  const seconds = Math.round(undoMs / 1000);
   const title = card.dataset.title ? ` (${card.dataset.title})` : "";
   const p = document.createElement("p");
   p.className = "notice held";
-  p.dataset.heldTask = id;
-  p.append(`${labelOf(card, option)} on task ${id}${title}: sent in ${seconds} s. `);
+  const text = document.createElement("span");
   const undoButton = document.createElement("button");
   undoButton.type = "button";
   undoButton.textContent = "Undo";
   undoButton.addEventListener("click", () => undo(id));
-  p.append(undoButton, " (u)");
+  p.append(text, undoButton, " (u)");
   if (notices) notices.prepend(p);
-  held.set(id, { option, notice: p, timer: setTimeout(() => send(id), undoMs) });
+  const until = Date.now() + undoMs;
+  const countDown = () => {
+    const left = Math.max(0, Math.ceil((until - Date.now()) / 1000));
+    text.textContent = `${labelOf(card, option)} on task ${id}${title}: sent in ${left} s.`;
+  };
+  countDown();
+  const ticker = setInterval(countDown, 1000);
+  const timer = setTimeout(() => send(id), undoMs);
+  held.set(id, { option, notice: p, timer, ticker });
   card.dataset.held = option;
   move(1);
   refresh();
@@ -426,6 +434,7 @@ function release(id) {
   const holding = held.get(id);
   if (!holding) return null;
   clearTimeout(holding.timer);
+  clearInterval(holding.ticker);
   holding.notice.remove();
   held.delete(id);
   const card = cardOf(id);
@@ -443,9 +452,11 @@ function send(id) {
 }
 
 function undo(id = [...held.keys()].at(-1)) {
-  if (id === undefined) return;
-  const option = release(id);
-  if (!option) return;
+  const option = id === undefined ? null : release(id);
+  if (!option) {
+    notice("No decision is waiting to be sent: nothing to undo.");
+    return;
+  }
   notice(`Taken back: task ${id} stays open, nothing was sent.`);
   select(id, { focus: true });
   refresh();
