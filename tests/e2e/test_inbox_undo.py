@@ -18,6 +18,7 @@ from workflows.models import Recipe
 from workflows.services import recipe_publish
 
 from .conftest import BrowserPage
+from .test_everywhere import axe_violations
 
 pytestmark = pytest.mark.e2e
 
@@ -115,6 +116,8 @@ def test_on_a_phone_the_filters_fold_under_their_summary(
     page.get_by_text("Filters", exact=True).click()
     expect(filters).to_be_visible()
     browser_page.screenshot("inbox-phone-dark-filters")
+    violations = axe_violations(page)
+    assert not violations, "\n".join(violations)
     # Wider again, they are open without a summary to click.
     page.get_by_text("Filters", exact=True).click()
     page.set_viewport_size({"width": 1280, "height": 900})

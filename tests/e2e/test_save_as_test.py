@@ -17,6 +17,7 @@ from workflows.models import Recipe
 from workflows.services import recipe_draft_snapshot, recipe_publish
 
 from .conftest import BrowserPage
+from .test_everywhere import axe_violations
 
 pytestmark = pytest.mark.e2e
 
@@ -49,6 +50,11 @@ def test_a_draft_test_run_is_saved_as_a_test_that_passes(
     name = page.get_by_label("Test name")
     expect(name).to_have_attribute("placeholder", f"Run #{run.pk}")
     browser_page.screenshot("save-as-test-form")
+    for scheme in ("dark", "light"):
+        page.emulate_media(color_scheme=scheme)
+        browser_page.screenshot(f"save-as-test-form-{scheme}")
+        violations = axe_violations(page)
+        assert not violations, "\n".join(violations)
     name.fill("Owls, reviewed and approved")
     page.get_by_role("button", name="Save as test").click()
 
