@@ -713,3 +713,15 @@ def test_a_run_whose_files_are_too_large_for_a_test_is_not_saved_saying_why(
     assert not RecipeTest.objects.exists()
     with override_settings(RECIPE_TEST_MAX_FILE_BYTES=len(document)):
         assert recipe_test_from_run(run=run, user=author).inputs["doc"]["name"] == "loan.pdf"
+
+
+def test_the_monitor_of_a_run_saved_already_names_its_test_instead_of_the_form(
+    support: Recipe, author: Any, web: Client
+) -> None:
+    run = dry_run(author, support)
+    recipe_test_from_run(run=run, user=author, name="Billing <approved>")
+
+    page = web.get(f"/runs/{run.pk}/").content.decode()
+
+    assert "Saved as the test" in page and "“Billing &lt;approved&gt;”" in page
+    assert 'name="name"' not in page
