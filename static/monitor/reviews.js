@@ -408,17 +408,19 @@ function hold(card, option) {
   const title = card.dataset.title ? ` (${card.dataset.title})` : "";
   const p = document.createElement("p");
   p.className = "notice held";
-  const text = document.createElement("span");
+  // The live region announces the notice once; the countdown it shows is not read each second.
+  const seconds = span("visually-hidden", `${Math.round(undoMs / 1000)} s.`);
+  const left = span("held-left", "");
+  left.setAttribute("aria-hidden", "true");
   const undoButton = document.createElement("button");
   undoButton.type = "button";
   undoButton.textContent = "Undo";
   undoButton.addEventListener("click", () => undo(id));
-  p.append(text, undoButton, " (u)");
+  p.append(`${labelOf(card, option)} on task ${id}${title}: sent in `, seconds, left, " ", undoButton, " (u)");
   if (notices) notices.prepend(p);
   const until = Date.now() + undoMs;
   const countDown = () => {
-    const left = Math.max(0, Math.ceil((until - Date.now()) / 1000));
-    text.textContent = `${labelOf(card, option)} on task ${id}${title}: sent in ${left} s.`;
+    left.textContent = `${Math.max(0, Math.ceil((until - Date.now()) / 1000))} s.`;
   };
   countDown();
   const ticker = setInterval(countDown, 1000);
