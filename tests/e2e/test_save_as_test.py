@@ -55,6 +55,14 @@ def test_a_draft_test_run_is_saved_as_a_test_that_passes(
         browser_page.screenshot(f"save-as-test-form-{scheme}")
         violations = axe_violations(page)
         assert not violations, "\n".join(violations)
+    # On a phone the form fits the screen.
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.reload()
+    page.get_by_text("Save as test…").click()
+    widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert widths[0] <= widths[1], widths
+    browser_page.screenshot("save-as-test-form-phone")
+    page.set_viewport_size({"width": 1280, "height": 900})
     name.fill("Owls, reviewed and approved")
     page.get_by_role("button", name="Save as test").click()
 
