@@ -59,8 +59,11 @@ static/vendor/.installed: package.json package-lock.json scripts/vendor.mjs
 
 vendor: static/vendor/.installed
 
+# Django takes a few seconds to start before each command prints: say what is coming first.
 run: $(VENV)/.installed vendor $(RUN_NEEDS)
+	@echo "Setting up the database: loading the app, then applying its migrations (10-20 s the first time)..."
 	DEBUG=$${DEBUG:-1} $(PY) manage.py migrate --noinput
+	@echo "Seeding the demo: users, actors, recipes, a knowledge base, recipe tests, tools..."
 	$(RUN_ENV) DEBUG=$${DEBUG:-1} $(PY) manage.py seed_demo $(SEED_ARGS)
 	@echo "Branchline is starting at http://127.0.0.1:$(PORT)/"
 	$(RUN_ENV) DEBUG=$${DEBUG:-1} $(SERVE_MODEL) $(PY) -m daphne -b 127.0.0.1 -p $(PORT) config.asgi:application

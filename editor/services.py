@@ -174,12 +174,13 @@ def recipe_tests_refresh(*, recipe: Recipe) -> bool:
 
 
 def recipe_test_from_run(*, run: Run, user: AbstractBaseUser, name: str = "") -> RecipeTest:
-    """Save a finished real run as a recipe test of its recipe.
+    """Save a finished run of the recipe, real or dry, as a recipe test of its recipe.
 
     Its model answers (the step's, its judge's, classifier's and evaluators'), its reviewers'
     decisions, its tools' results and its searches' hits become the script; its inputs the
     test's inputs; its path and status what the test expects. Raise RunNotRecordable saying
-    why a run cannot be saved (still running, cancelled, a dry run, answers not kept).
+    why a run cannot be saved (still running, cancelled, answers not kept). A dry run is
+    recorded the same way: what its script answered and what its unscripted actors did.
     """
     if run.status not in TERMINAL:
         state = (
@@ -192,11 +193,6 @@ def recipe_test_from_run(*, run: Run, user: AbstractBaseUser, name: str = "") ->
         raise RunNotRecordable(
             f"run #{run.pk} was cancelled: its path stops where it was stopped, not where the "
             "recipe led it"
-        )
-    if run.script is not None:
-        raise RunNotRecordable(
-            f"run #{run.pk} is a dry run: its script is a test already (save it from the "
-            "editor's test panel)"
         )
     saved = RecipeTest.objects.filter(source_run=run).values_list("name", flat=True).first()
     if saved is not None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.contrib.auth import views as auth_views
 from django.urls import path
+from django.views.generic import RedirectView
 
 from . import views
 from .views import (
@@ -54,6 +55,8 @@ urlpatterns = [
     path("inbox/tasks/<int:task_id>/", inbox.task_card, name="inbox-task"),
     path("inbox/tasks/<int:task_id>/decide/", inbox.task_decide_view, name="inbox-decide"),
     path("inbox/tasks/<int:task_id>/claim/", inbox.task_claim_view, name="inbox-claim"),
+    # The recipes are listed on the home page: /recipes/ goes there rather than to a 404.
+    path("recipes/", RedirectView.as_view(pattern_name="recipe-list"), name="recipes"),
     path("recipes/new/", views.recipe_new, name="recipe-new"),
     path("recipes/<slug:slug>/", editor.recipe_editor, name="recipe-editor"),
     path("recipes/<slug:slug>/check/", editor.recipe_check, name="recipe-check"),

@@ -93,6 +93,12 @@ class Run(models.Model):
     def __str__(self) -> str:
         return f"run {self.pk} of {self.recipe_id} ({self.status})"
 
+    @property
+    def outcome_beyond_status(self) -> str:
+        """The outcome's label when it says more than the status ("approved" of a succeeded
+        run), "" when it says the same ("ended" of an ended run) or nothing."""
+        return self.get_outcome_display() if self.outcome and self.outcome != self.status else ""
+
 
 class StepRunQuerySet(models.QuerySet["StepRun"]):
     def executed(self) -> StepRunQuerySet:
@@ -322,6 +328,13 @@ class HumanTask(models.Model):
 
     def __str__(self) -> str:
         return f"task {self.pk} ({self.status}) for {self.group}"
+
+    @property
+    def material_in_question(self) -> bool:
+        """Whether the question quotes the whole material (a prompt that includes the draft):
+        the pages then show the text once, in the question."""
+        material = self.material.strip()
+        return bool(material) and material in self.question
 
 
 class RunEvent(models.Model):

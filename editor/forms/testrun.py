@@ -30,6 +30,23 @@ def split_answers(text: str) -> list[str]:
     return [a.strip("\n") for a in SCRIPT_SEPARATOR.split(text) if a.strip()]
 
 
+class SaveAsTestForm(forms.Form):
+    """The name of the test a finished run is saved as (blank: "Run #N")."""
+
+    # Room for the " (2)" the service adds to a blank name's "Run #N" taken already.
+    name = forms.CharField(max_length=190, required=False, label="Test name")
+
+    def __init__(self, *args: Any, recipe: Recipe, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.recipe = recipe
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        if name and self.recipe.tests.filter(name=name).exists():
+            raise ValidationError(f"A test called '{name}' exists already: choose another name.")
+        return name
+
+
 class RecipeTestForm(forms.Form):
     name = forms.CharField(max_length=200)
     inputs = StorableJSONField(required=False)

@@ -1,4 +1,5 @@
-"""Template helpers of the reviewers' inbox: the open-task count in the navigation."""
+"""Template helpers of the reviewers' inbox: the open-task count in the navigation, the
+decisions' labels and where a comment goes."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Any
 
 from django import template
 
+from runner.human import COMMENT_REACHES
 from runner.selectors import tasks_for_reviewer
 
 register = template.Library()
@@ -22,6 +24,12 @@ def open_task_count(context: dict[str, Any]) -> int:
     if "open_task_count" in context:  # the inbox page counted them already
         return int(context["open_task_count"])
     return tasks_for_reviewer(request.user).count()
+
+
+@register.simple_tag
+def comment_reaches() -> str:
+    """Return where a reviewer's comment goes, for the decision form."""
+    return COMMENT_REACHES
 
 
 @register.filter

@@ -24,9 +24,11 @@ from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.utils.text import Truncator
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from runner.human import (
+    COMMENT_REACHES,
     BadDecision,
     ClaimedByAnother,
     NotInGroup,
@@ -35,7 +37,7 @@ from runner.human import (
     task_decide,
     task_unclaim,
 )
-from runner.models import HumanTask
+from runner.models import HumanTask, StepRun
 from runner.review_queue import (
     DUE_FILTERS,
     DUE_SOON,
@@ -55,6 +57,10 @@ from .runs import HtmxHttpRequest
 
 INBOX = "inbox/inbox.html"
 PAGE_SIZE = 25
+# How much of a task's material (or question) its row shows.
+SNIPPET_CHARS = 120
+# How long a decision made with a single key waits, to be taken back, before it is sent.
+UNDO_SECONDS = 5
 
 
 class DecisionForm(forms.Form):
@@ -64,7 +70,7 @@ class DecisionForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         if data.get("decision") == "revise" and not data.get("comment"):
-            self.add_error("comment", "Say what to revise: the comment is sent back to the writer.")
+            self.add_error("comment", f"Say what to revise: {COMMENT_REACHES}.")
         return data
 
 
@@ -121,6 +127,8 @@ def _filter_choices(
         "due_choices": DUE_FILTERS.items(),
         "sort_choices": SORT_LABELS.items(),
         "due_soon_ms": int(DUE_SOON.total_seconds() * 1000),
+        "undo_seconds": UNDO_SECONDS,
+        "undo_ms": UNDO_SECONDS * 1000,
     }
 
 
@@ -198,19 +206,32 @@ def task_claim_view(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
 def _for_queue(
     user: Any, tasks: list[HumanTask], queue: QuerySet[HumanTask] | None = None
 ) -> list[HumanTask]:
-    """Give each task what its card shows besides the row: its place in the list's order
-    (`cursor`, to load the tasks after it; `order`, text that sorts as the oldest-first queue
-    does, to put a live card where it goes), its urgency, and its previous review's diff."""
+    """Give each task what its card and row show besides the task: its step's name, a snippet
+    of what it asks to decide, its place in the list's order (`cursor`, to load the tasks
+    after it; `order`, text that sorts as the oldest-first queue does, to put a live card
+    where it goes), its urgency, and its previous review's diff."""
     keyset = Keyset(queue if queue is not None else tasks_for_reviewer(user))  # no query
     previous = previous_reviews(tasks)
+    step_names = dict(
+        StepRun.objects.filter(pk__in=[task.step_run_id for task in tasks]).values_list(
+            "pk", "step_name"
+        )
+    )
     now = timezone.now()
     for task in tasks:
+        task.step_name = step_names.get(task.step_run_id) or task.step_key  # type: ignore[attr-defined]
+        task.snippet = snippet(task.material or task.question)  # type: ignore[attr-defined]
         task.cursor = keyset.cursor(keyset.key(task))  # type: ignore[attr-defined]
         moment = task.created_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
         task.order = f"{moment} {task.pk:020d}"  # type: ignore[attr-defined]
         task.due_state = due_state(task, now=now)  # type: ignore[attr-defined]
         task.previous = previous.get(task.pk)  # type: ignore[attr-defined]
     return tasks
+
+
+def snippet(text: str) -> str:
+    """Return the start of what a task asks to decide, on one line, for its row."""
+    return Truncator(" ".join(text.split())).chars(SNIPPET_CHARS)
 
 
 def _task(task_id: int) -> HumanTask:

@@ -5,9 +5,14 @@
  * message carries the exact count. On the inbox page (a review queue: the list of tasks on the
  * left, the selected task's card on the right, one column on a phone), which shows the open
  * tasks of a view (filters, sort, search) a page at a time, it also
- * - builds the list's rows from the cards (each card carries its row's facts as data-*), keeps
- *   one card selected (click a row, or j/k), and triages by keyboard: a/r/v decide, c or /
- *   focus the comment, Esc leaves it, m claims or lets go;
+ * - builds the list's rows from the cards (each card carries its row's facts as data-*: run,
+ *   step name, a snippet of what is to be decided), keeps one card selected (click a row, or
+ *   j/k), and triages by keyboard: a/r/v decide, c or / focus the comment, Esc leaves it, m
+ *   claims or lets go;
+ * - holds a decision made with a single key for the undo window the page names
+ *   (data-undo-ms): it is sent when the window closes, taken back with Undo or u, and sent at
+ *   once if the page is left meanwhile (a beacon), so that none is lost unseen;
+ * - collapses the filters on a phone (they open with their summary);
  * - adds the card of a task that appears (rendered by the server) when the page shows the
  *   whole queue oldest first and every open task, and otherwise offers "Load more", which
  *   loads the tasks after the last card (with the view's filters);
@@ -39,6 +44,8 @@ const MAX_NOTICES = 5;
 // whole queue, oldest first, so they say nothing of what it shows (closed tasks still go).
 const narrowed = list ? list.dataset.narrowed === "true" : false;
 const dueSoonMs = list ? Number(list.dataset.dueSoonMs) || 3600000 : 0;
+const undoMs = list ? Number(list.dataset.undoMs) || 5000 : 0;
+const PHONE = window.matchMedia("(max-width: 760px)");
 const layout = document.getElementById("inbox-layout");
 const rows = document.getElementById("inbox-list");
 let selectedId = null; // the task whose card the detail pane shows
@@ -48,6 +55,9 @@ const WAITING = '.task-card:is([data-status="open"], [data-status="deciding"])';
 
 let count = null; // the open tasks of the user's groups, as the last message said
 const closedPayloads = new Map(); // id -> the payload that closed it
+// Decisions made with a key, not sent yet: task id -> {option, timer, ticker, notice}, oldest
+// first.
+const held = new Map();
 const fetching = new Set();
 
 function showCount() {
@@ -171,8 +181,12 @@ function rowFor(card) {
   link.href = `#task-${id}`;
   link.id = `row-${id}`;
   link.append(span("row-title", card.dataset.title || `Task ${id}`));
-  link.append(span("row-meta", `${card.dataset.group || ""} · asked ${card.dataset.asked || ""}`));
+  const run = card.dataset.run ? `run #${card.dataset.run} · ` : "";
+  link.append(span("row-meta", `${run}${card.dataset.group || ""} · asked ${card.dataset.asked || ""}`));
+  if (card.dataset.snippet) link.append(span("row-snippet", card.dataset.snippet));
   const flags = span("row-flags", "");
+  const holding = held.get(id);
+  if (holding) flags.append(span("badge held", `${labelOf(card, holding.option)}: sending…`));
   const state = dueState(card);
   if (state) flags.append(badge(state));
   if (card.dataset.revised === "true") flags.append(span("badge revised", "Revised"));
@@ -225,7 +239,7 @@ function select(id, { focus = false } = {}) {
   markSelected();
   if (focus) focusRow();
   // On a phone the card is below the list: bring it into view when chosen from the list.
-  if (window.matchMedia("(max-width: 760px)").matches && focus === "card") {
+  if (PHONE.matches && focus === "card") {
     cardOf(selectedId).scrollIntoView({ block: "start" });
   }
 }
@@ -256,8 +270,10 @@ function dropCard(card) {
 
 function removeClosed(card) {
   const id = Number(card.dataset.taskId);
+  const dropped = release(card.dataset.taskId);
   dropCard(card);
-  notice(closedText(id, closedPayloads.get(id)));
+  const unsent = dropped ? ` Your ${dropped} was not sent.` : "";
+  notice(closedText(id, closedPayloads.get(id)) + unsent);
 }
 
 // A card a decision made here swapped in, closed: the task leaves the queue, and the notice
@@ -371,7 +387,94 @@ function decide(option) {
     comment.focus();
     return;
   }
-  button.click();
+  if (held.has(card.dataset.taskId)) {
+    notice(`Task ${card.dataset.taskId} is decided already: u takes it back.`);
+    return;
+  }
+  hold(card, option);
+}
+
+// --- decisions held for the undo window ---------------------------------------------------
+
+function labelOf(card, option) {
+  const button = card.querySelector(`form.decide button[name="decision"][value="${option}"]`);
+  return button ? button.textContent.trim() : option;
+}
+
+// Hold a decision made with a key: the list moves on, a notice counts down to its sending and
+// offers Undo meanwhile.
+function hold(card, option) {
+  const id = card.dataset.taskId;
+  const title = card.dataset.title ? ` (${card.dataset.title})` : "";
+  const p = document.createElement("p");
+  p.className = "notice held";
+  // The live region announces the notice once; the countdown it shows is not read each second.
+  const seconds = span("visually-hidden", `${Math.round(undoMs / 1000)} s.`);
+  const left = span("held-left", "");
+  left.setAttribute("aria-hidden", "true");
+  const undoButton = document.createElement("button");
+  undoButton.type = "button";
+  undoButton.textContent = "Undo";
+  undoButton.addEventListener("click", () => undo(id));
+  p.append(`${labelOf(card, option)} on task ${id}${title}: sent in `, seconds, left, " ", undoButton, " (u)");
+  if (notices) notices.prepend(p);
+  const until = Date.now() + undoMs;
+  const countDown = () => {
+    left.textContent = `${Math.max(0, Math.ceil((until - Date.now()) / 1000))} s.`;
+  };
+  countDown();
+  const ticker = setInterval(countDown, 1000);
+  const timer = setTimeout(() => send(id), undoMs);
+  held.set(id, { option, notice: p, timer, ticker });
+  card.dataset.held = option;
+  move(1);
+  refresh();
+}
+
+// Forget a held decision (sent, taken back or overtaken); return its option, if one was held.
+function release(id) {
+  const holding = held.get(id);
+  if (!holding) return null;
+  clearTimeout(holding.timer);
+  clearInterval(holding.ticker);
+  holding.notice.remove();
+  held.delete(id);
+  const card = cardOf(id);
+  if (card) delete card.dataset.held;
+  return holding.option;
+}
+
+function send(id) {
+  const option = release(id);
+  const card = cardOf(id);
+  const form = card && card.dataset.status === "open" ? card.querySelector("form.decide") : null;
+  const button = form && form.querySelector(`button[name="decision"][value="${option}"]`);
+  if (button) button.click();
+  refresh();
+}
+
+function undo(id = [...held.keys()].at(-1)) {
+  const option = id === undefined ? null : release(id);
+  if (!option) {
+    notice("No decision is waiting to be sent: nothing to undo.");
+    return;
+  }
+  notice(`Taken back: task ${id} stays open, nothing was sent.`);
+  select(id, { focus: true });
+  refresh();
+}
+
+// Leaving the page sends what is held, as the closing window would have (a beacon outlives
+// the page); the decision's own fields, comment included, go with it.
+function sendHeldNow() {
+  for (const [id, { option }] of [...held]) {
+    release(id);
+    const form = cardOf(id) && cardOf(id).querySelector("form.decide");
+    if (!form) continue;
+    const data = new FormData(form);
+    data.set("decision", option);
+    navigator.sendBeacon(form.action, data);
+  }
 }
 
 function toggleClaim() {
@@ -389,6 +492,7 @@ const KEYS = {
   c: focusComment,
   "/": focusComment,
   m: toggleClaim,
+  u: () => undo(),
 };
 
 if (list && layout) {
@@ -425,6 +529,15 @@ if (list && layout) {
 
   // The badges follow the clock: a task becomes due soon, then overdue, while the page is open.
   setInterval(refresh, 30000);
+  window.addEventListener("pagehide", sendHeldNow);
+
+  // On a phone the filters fold under their summary, unless they say something is wrong.
+  const filterBox = document.getElementById("inbox-filter-box");
+  const fitFilters = () => {
+    if (filterBox) filterBox.open = !PHONE.matches || filterBox.dataset.keepOpen === "true";
+  };
+  fitFilters();
+  PHONE.addEventListener("change", fitFilters);
 }
 
 const socket = new LiveSocket("/ws/reviews/", {
@@ -479,7 +592,10 @@ document.body.addEventListener("htmx:afterSwap", () => {
 // card (it is about to show the outcome) instead of removing it as decided by someone else.
 document.body.addEventListener("htmx:beforeRequest", (event) => {
   const form = event.detail.elt;
-  if (form.matches && form.matches("form.decide")) form.closest(".task-card").dataset.status = "deciding";
+  if (!form.matches || !form.matches("form.decide")) return;
+  const card = form.closest(".task-card");
+  release(card.dataset.taskId); // a button clicked while a key's decision was held
+  card.dataset.status = "deciding";
 });
 document.body.addEventListener("htmx:afterRequest", (event) => {
   const form = event.detail.elt;

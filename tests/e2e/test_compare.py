@@ -64,3 +64,19 @@ def test_two_runs_picked_in_the_list_show_where_their_paths_part_on_the_graph(
     assert "only in B" in page.locator("#pair-1").inner_text()
     page.locator("#compare-verdict a").first.click()
     assert page.url.endswith("#pair-0")
+
+    # On a phone each row is a card whose cells say their column, light and dark.
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.reload()
+    labels = page.evaluate(
+        """() => [...document.querySelectorAll('#pair-0 tr.pair-row td')].map(
+            (td) => getComputedStyle(td, '::before').content)"""
+    )
+    assert labels[:2] == ['"#: "', '"Step: "'], labels
+    assert f'"A, run #{approved.pk}: "' in labels and '"What differs: "' in labels
+    widths = page.evaluate("[document.body.scrollWidth, window.innerWidth]")
+    assert widths[0] <= widths[1], widths
+    page.locator("#pair-0").scroll_into_view_if_needed()
+    browser_page.screenshot("compare-phone")
+    page.emulate_media(color_scheme="dark")
+    browser_page.screenshot("compare-phone-dark")

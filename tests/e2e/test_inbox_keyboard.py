@@ -1,5 +1,7 @@
-"""The review queue triaged by keyboard only: j/k move, a/r/v decide, c or / focus the comment,
-m claims (seen live by another reviewer); decided tasks leave the list; a phone gets one column."""
+"""The review queue triaged by keyboard only: j/k move, a/r/v decide (sent once the undo window
+closes, or taken back with u or Undo, or sent on leaving the page), c or / focus the comment,
+m claims (seen live by another reviewer); decided tasks leave the list; rows tell tasks apart;
+a phone gets one column and folded filters."""
 
 from __future__ import annotations
 
@@ -116,19 +118,21 @@ def test_the_inbox_is_triaged_by_keyboard_only(
     )
     expect(other.locator(f"#row-{first}")).to_contain_text(f"{USERS[0]} is on it")
 
-    # a approves: the task leaves both lists, and the next one is selected.
+    # a approves: the next task is selected at once; once the undo window closes, the task
+    # leaves both lists.
     page.keyboard.press("a")
-    expect(page.locator(f"#task-{first}")).to_have_count(0)
+    expect(selected).to_have_attribute("id", f"task-{second}")
+    expect(page.locator(f"#row-{first} .badge.held")).to_have_text("Approve: sending…")
+    expect(page.locator(f"#task-{first}")).to_have_count(0, timeout=LIVE_TIMEOUT_MS)
     expect(page.locator("#inbox-notices")).to_contain_text(f"You chose approve on task {first}")
     expect(rows).to_have_count(3)
-    expect(selected).to_have_attribute("id", f"task-{second}")
     expect(other.locator(f"#task-{first}")).to_have_count(0, timeout=LIVE_TIMEOUT_MS)
     expect(other.locator("#inbox-notices")).to_contain_text(f"was decided by {USERS[0]}: approve")
 
     # r rejects the next.
     page.keyboard.press("r")
-    expect(page.locator(f"#task-{second}")).to_have_count(0)
     expect(selected).to_have_attribute("id", f"task-{third}")
+    expect(page.locator(f"#task-{second}")).to_have_count(0, timeout=LIVE_TIMEOUT_MS)
 
     # v without a comment asks for one and focuses it; c and / focus it too; Esc leaves it.
     comment = selected.locator("textarea")
@@ -147,10 +151,10 @@ def test_the_inbox_is_triaged_by_keyboard_only(
     page.screenshot(path=str(artifacts / "inbox-keyboard-comment.png"), full_page=True)
     page.keyboard.press("Escape")
     page.keyboard.press("v")
-    expect(page.locator(f"#task-{third}")).to_have_count(0)
+    expect(selected).to_have_attribute("id", f"task-{revised}")
+    expect(page.locator(f"#task-{third}")).to_have_count(0, timeout=LIVE_TIMEOUT_MS)
     expect(page.locator("#inbox-notices")).to_contain_text(f"You chose revise on task {third}")
     expect(rows).to_have_count(1)
-    expect(selected).to_have_attribute("id", f"task-{revised}")
     page.screenshot(path=str(artifacts / "inbox-keyboard-after.png"), full_page=True)
 
     recorded = json.loads(

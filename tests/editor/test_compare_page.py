@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -135,7 +136,34 @@ def test_it_shows_the_run_deltas(web: Client, approved: Run, reviewed: Run) -> N
     rows = {row["label"]: row for row in response.context["rows"]}
     assert rows["Steps"] == {"label": "Steps", "a": 1, "b": 2, "delta": 1}
     assert rows["Model calls"]["delta"] == reviewed.model_calls - approved.model_calls
-    assert '<td class="delta up">+1</td>' in response.content.decode()
+    assert '<td class="delta up" data-label="B \u2212 A">+1</td>' in response.content.decode()
+
+
+def test_every_cell_of_the_step_table_names_its_column_for_a_phone(
+    web: Client, approved: Run, reviewed: Run
+) -> None:
+    html = compare(web, approved, reviewed).content.decode()
+
+    table = html[
+        html.index('<table class="list compare-steps"') : html.index(
+            "</table>", html.index("compare-steps")
+        )
+    ]
+    row = table[
+        table.index('<tr class="pair-row">') : table.index("</tr>", table.index("pair-row"))
+    ]
+    labels = re.findall(r'<td[^>]*data-label="([^"]*)"', row)
+    assert labels == [
+        "#",
+        "Step",
+        f"A, run #{approved.pk}",
+        f"B, run #{reviewed.pk}",
+        "What differs",
+        "Δ latency",
+        "Δ tokens (in / out)",
+        "Δ cost",
+    ]
+    assert row.count("<td") == len(labels)
 
 
 def test_the_swap_link_compares_the_other_way(web: Client, approved: Run, reviewed: Run) -> None:

@@ -294,3 +294,28 @@ def test_the_inbox_reads_as_many_queries_for_many_tasks_as_for_a_few(
 
     assert len(card_ids(response.content.decode())) == PAGE_SIZE
     assert len(many) == len(few)
+
+
+def test_a_question_that_includes_the_material_shows_it_once(
+    rita: Client, published: Recipe, author: Any, reviewers: Group
+) -> None:
+    draft = "The storm asked for tea."
+    [task] = park_runs(published, author, reviewers, 1, material=draft)
+    HumanTask.objects.filter(pk=task.pk).update(question=f"Is this good?\n\n{draft}")
+
+    html = rita.get("/inbox/").content.decode()
+
+    assert html.count(draft) == 2  # the question, and the row's snippet (data-snippet)
+    assert f'data-snippet="{draft}"' in html
+    assert "The text to review is in the question." in html
+    assert "To review <span" not in html
+
+
+def test_the_comment_is_said_to_become_the_feedback_of_the_next_step(
+    rita: Client, task: HumanTask
+) -> None:
+    html = rita.get("/inbox/").content.decode()
+    refused = decide(rita, task, "revise").content.decode()
+
+    reaches = "the comment becomes the {feedback} of the step the run goes to next"
+    assert reaches in html and reaches in refused

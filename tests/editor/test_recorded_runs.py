@@ -383,23 +383,31 @@ def test_it_refuses_a_run_that_is_still_running(support: Recipe, author: Any) ->
         recipe_test_from_run(run=run, user=author)
 
 
-def test_it_refuses_a_dry_run_and_a_run_saved_already(
-    support: Recipe, author: Any, reviewer: Any
-) -> None:
-    dry = run_here(
-        run_start(
-            user=author,
-            recipe=support,
-            inputs={"message": "bill?"},
-            script={"classifier": ["no"]},
-        )
-    )
-    with pytest.raises(RunNotRecordable, match="is a dry run"):
-        recipe_test_from_run(run=dry, user=author)
+def test_it_refuses_a_run_saved_already(support: Recipe, author: Any, reviewer: Any) -> None:
     run = real_run(author, support, reviewer)
     test = recipe_test_from_run(run=run, user=author)
     with pytest.raises(RunNotRecordable, match=f"saved as the test '{test.name}' already"):
         recipe_test_from_run(run=run, user=author)
+
+
+def dry_run(author: Any, recipe: Recipe) -> Run:
+    """A dry run of the support recipe: its writer and reviewers scripted, the others real."""
+    script = {"writer": ["meh", ANSWER], "editors": ["approve: fine"]}
+    run = run_start(user=author, recipe=recipe, inputs={"message": "Bill?"}, script=script)
+    return run_here(run)
+
+
+def test_a_dry_run_is_saved_as_a_test_that_passes(support: Recipe, author: Any) -> None:
+    run = dry_run(author, support)
+    assert run.status == RunStatus.SUCCEEDED
+
+    test = recipe_test_from_run(run=run, user=author, name="Billing, approved")
+
+    assert (test.name, test.source_run_id) == ("Billing, approved", run.pk)
+    assert test.expected_path == ["triage", "answer", "review"]
+    assert test.script["writer"] == ["meh", ANSWER]
+    assert test.script["editors"] == ["approve: fine"]
+    assert recipe_test_run_here(test=test, user=author).last_result == RecipeTest.Result.PASSED
 
 
 # --- pages ----------------------------------------------------------------------------------
@@ -429,6 +437,56 @@ def test_save_as_test_makes_the_test_and_opens_the_recipe_tests(
     assert RecipeTest.objects.get(source_run=run).expected_path == ["triage", "answer", "review"]
     page = web.get(reverse("recipe-tests", args=[support.slug])).content.decode()
     assert f"Run #{run.pk}" in page
+
+
+def test_the_monitor_of_a_finished_dry_run_offers_save_as_test_with_a_name(
+    support: Recipe, author: Any, web: Client
+) -> None:
+    run = dry_run(author, support)
+
+    page = web.get(f"/runs/{run.pk}/").content.decode()
+
+    assert "Save as test" in page
+    assert 'name="name"' in page and f'placeholder="Run #{run.pk}"' in page
+
+
+def test_save_as_test_saves_a_dry_run_under_the_name_given(
+    support: Recipe, author: Any, web: Client
+) -> None:
+    run = dry_run(author, support)
+
+    response = web.post(
+        reverse("run-save-as-test", args=[run.pk]),
+        {"name": "  Billing goes to the writer  "},
+        HTTP_HX_REQUEST="true",
+    )
+
+    assert response.status_code == 204
+    assert RecipeTest.objects.get(source_run=run).name == "Billing goes to the writer"
+
+
+@pytest.mark.parametrize(
+    ("name", "error"),
+    [
+        ("x" * 191, "at most 190 characters"),
+        ("Taken", "A test called &#x27;Taken&#x27; exists already: choose another name."),
+    ],
+)
+def test_save_as_test_says_beside_the_name_what_is_wrong_with_it(
+    support: Recipe, author: Any, web: Client, name: str, error: str
+) -> None:
+    RecipeTest.objects.create(recipe=support, name="Taken", expected_path=["triage"])
+    run = dry_run(author, support)
+
+    response = web.post(
+        reverse("run-save-as-test", args=[run.pk]), {"name": name}, HTTP_HX_REQUEST="true"
+    )
+
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert 'id="save-as-test-name-error"' in body and error in body
+    assert f'value="{name}"' in body  # nothing typed is lost
+    assert not RecipeTest.objects.filter(source_run=run).exists()
 
 
 def test_save_as_test_explains_why_a_running_run_cannot_be_saved(
@@ -655,3 +713,15 @@ def test_a_run_whose_files_are_too_large_for_a_test_is_not_saved_saying_why(
     assert not RecipeTest.objects.exists()
     with override_settings(RECIPE_TEST_MAX_FILE_BYTES=len(document)):
         assert recipe_test_from_run(run=run, user=author).inputs["doc"]["name"] == "loan.pdf"
+
+
+def test_the_monitor_of_a_run_saved_already_names_its_test_instead_of_the_form(
+    support: Recipe, author: Any, web: Client
+) -> None:
+    run = dry_run(author, support)
+    recipe_test_from_run(run=run, user=author, name="Billing <approved>")
+
+    page = web.get(f"/runs/{run.pk}/").content.decode()
+
+    assert "Saved as the test" in page and "“Billing &lt;approved&gt;”" in page
+    assert 'name="name"' not in page

@@ -13,8 +13,9 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from django.utils.html import escape
 
-from editor.views.inbox import PAGE_SIZE
+from editor.views.inbox import PAGE_SIZE, SNIPPET_CHARS, UNDO_SECONDS, snippet
 from runner.models import HumanTask
 from tests.editor.conftest import story_document
 from tests.editor.test_runs_pages import client_for
@@ -73,11 +74,28 @@ def test_the_inbox_has_a_list_a_detail_pane_filters_and_the_keys_help(
     assert '<ol id="inbox-list" class="inbox-list">' in html
     assert '<div id="inbox-tasks" class="inbox-detail"' in html
     assert 'id="inbox-filters"' in html and 'role="search"' in html
-    for key in ("j", "k", "a", "r", "v", "c", "/", "Esc", "m"):
+    for key in ("j", "k", "a", "r", "v", "c", "/", "Esc", "m", "u"):
         assert f"<kbd>{key}</kbd>" in html
-    # Each card carries the facts its row shows.
-    assert f'data-title="{tasks[0].run.recipe.name}: review"' in html
+    # Each card carries the facts its row shows: the step's name, the run, a snippet.
+    assert f'data-title="{tasks[0].run.recipe.name}: Review"' in html
+    assert f'data-run="{tasks[0].run_id}"' in html
     assert 'data-group="editor-reviewers"' in html
+    assert f'data-undo-ms="{UNDO_SECONDS * 1000}"' in html
+
+
+def test_a_rows_snippet_is_the_start_of_the_material_on_one_line_and_escaped(
+    rita: Client, reviewers: Group, published: Recipe, author: Any
+) -> None:
+    material = "<b>Draft</b>\n\n  " + "word " * 60
+    park_runs(published, author, reviewers, 1, material=material)
+
+    html = inbox(rita)
+
+    shown = snippet(material)
+    assert shown.startswith("<b>Draft</b> word word") and shown.endswith("…")
+    assert len(shown) == SNIPPET_CHARS
+    assert f'data-snippet="{escape(shown)}"' in html
+    assert "<b>Draft</b>" not in html
 
 
 # --- filters, sort and search ------------------------------------------------------------------

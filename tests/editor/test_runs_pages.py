@@ -299,3 +299,37 @@ def test_a_bad_status_filter_shows_every_run(web: Client, author: Any, published
 
     assert response.status_code == 200
     assert f'data-run-status="{run.pk}"' in response.content.decode()
+
+
+def test_recipes_without_a_slug_goes_to_the_recipe_list(web: Client) -> None:
+    response = web.get("/recipes/")
+
+    assert response.status_code == 302
+    assert response["Location"] == "/"
+
+
+@pytest.mark.parametrize(
+    ("status", "outcome", "shown"),
+    [
+        (RunStatus.ENDED, "ended", ""),
+        (RunStatus.FAILED, "failed", ""),
+        (RunStatus.SUCCEEDED, "approved", "Approved"),
+        (RunStatus.SUCCEEDED, "", ""),
+    ],
+)
+def test_a_runs_outcome_is_shown_only_when_it_says_more_than_its_status(
+    status: str, outcome: str, shown: str
+) -> None:
+    assert Run(status=status, outcome=outcome).outcome_beyond_status == shown
+
+
+def test_the_monitor_of_an_ended_run_says_ended_once(
+    web: Client, author: Any, published: Recipe
+) -> None:
+    run = start(author, published, editors=["reject"], judge=["5"])
+    assert (run.status, run.outcome) == (RunStatus.ENDED, "ended")
+
+    html = web.get(f"/runs/{run.pk}/header/").content.decode()
+
+    assert html.count("Ended") == 1
+    assert "data-run-outcome" not in html

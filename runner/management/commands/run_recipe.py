@@ -174,7 +174,7 @@ class Command(BaseCommand):
                 self.stdout.write(
                     style(
                         f"run {run.pk} {run.status}"
-                        + (f" ({run.outcome})" if run.outcome else "")
+                        + (f" ({run.outcome})" if run.outcome_beyond_status else "")
                         + (f": {run.error}" if run.error else "")
                     )
                 )
