@@ -47,10 +47,12 @@ class LiveAnswer:
     errors: dict[str, list[str]] = field(default_factory=dict)
     form_errors: list[str] = field(default_factory=list)
     fixes: dict[str, list[Fix]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what the form changed of what was typed
 
     def as_data(self) -> dict[str, Any]:
         return {
             "result": self.result,
+            "notes": self.notes,
             "errors": self.errors,
             "form_errors": self.form_errors,
             "fixes": {

@@ -211,13 +211,17 @@ class StepForm(forms.Form):
             )
 
     def all_forms(self) -> list[forms.Form]:
-        """Return this form and the sections posted with it (sources, tools, request)."""
+        """Return this form and the sections posted with it that its kind holds (sources,
+        tools, request): those checked with it."""
+        kind = str(self.data.get("kind", ""))
         found: list[forms.Form] = [self]
-        if self.sources_posted:
+        if self.sources_posted and self._takes_sources(kind):
             found += self.sources.forms
-        if self.tools.posted:
-            found += [self.tools.llm, self.tools.step, self.tools.arguments]
-        if self.http_posted:
+        if self.tools.posted and self._takes("tools", kind):
+            found.append(self.tools.llm)
+        if self.tools.posted and self._takes("arguments", kind):
+            found += [self.tools.step, self.tools.arguments]
+        if self.http_posted and self._takes("url", kind):
             found.append(self.http)
         return found
 

@@ -333,7 +333,8 @@ def _branch_live(
         }
     errors, general = field_errors(posted.all_forms())
     fixes = picker_fixes(posted.form, posted.form.picker)
-    return JsonResponse(LiveAnswer(result, errors, general, fixes).as_data())
+    notes = applied.form.notes if applied is not None else []
+    return JsonResponse(LiveAnswer(result, errors, general, fixes, notes).as_data())
 
 
 def _judge_advice(
