@@ -56,6 +56,7 @@ window.branchline = {
   get dirty() { return store.isDirty(); },
   get testRunFinished() { return testRunFinished(); },
   get testRunTransport() { return testRunTransport(); },
+  meta: () => store.metaCopy(),
   nodeByKey: nodeByKey,
   edgeByName: edgeByName,
   save: save,

@@ -25,8 +25,11 @@ function panelKey(form) {
   return element ? element.value : "";
 }
 
+// Looked up in the form, not the page: the form may have been left (another step opened).
 function labelOf(field) {
-  if (field.labels && field.labels.length) return field.labels[0].textContent.trim();
+  const form = field.form || field.closest("form");
+  const label = field.id && form ? form.querySelector('label[for="' + CSS.escape(field.id) + '"]') : null;
+  if (label) return label.textContent.trim();
   return field.getAttribute("aria-label") || field.name;
 }
 
@@ -269,13 +272,19 @@ export function initPanelEdits(panelHooks) {
   };
   // Text fields, menus and switches all say so with `input`.
   document.addEventListener("input", onEdit);
-  // Enter in a field applies at once; the form is never sent as a page.
+  // Enter in a one-line field applies at once; the form is never sent as a page.
   document.addEventListener("submit", (evt) => {
     const form = evt.target.closest(forms);
     if (!form) return;
     evt.preventDefault();
     applyNow(form);
   }, true);
+  document.addEventListener("keydown", (evt) => {
+    const form = evt.key === "Enter" && evt.target.closest ? evt.target.closest(forms) : null;
+    if (!form || evt.target.tagName !== "INPUT") return;
+    evt.preventDefault();
+    applyNow(form);
+  });
   document.addEventListener("click", (evt) => {
     const button = evt.target.closest ? evt.target.closest("[data-fix-name]") : null;
     if (button) takeFix(button);
