@@ -17,7 +17,7 @@ from django.core.exceptions import NON_FIELD_ERRORS
 from django.http import QueryDict
 
 from ..selectors import undeclared_inputs
-from .actors import NEW_ALIAS, ActorPicker
+from .actors import ActorPicker, new_alias
 
 # What the author calls each actor picker, in its fix ("Add judge alias for demo-judge").
 PICKER_ROLES = {
@@ -26,8 +26,10 @@ PICKER_ROLES = {
     "escalate_to": "reviewer",
     "alternative_actor": "retry actor",
 }
-# The posted field that declares a text input the prompt names (one per input).
+# The posted fields of the fixes taken: a text input the prompt names, an alias for an actor
+# a field names (one field per fix).
 ADD_INPUT = "add_input"
+ADD_ALIAS = "add_alias"
 
 
 @dataclass
@@ -99,17 +101,37 @@ def field_errors(all_forms: Iterable[forms.Form]) -> tuple[dict[str, list[str]],
     return errors, once
 
 
-def picker_fixes(form: forms.Form, picker: ActorPicker) -> dict[str, list[Fix]]:
-    """Offer an alias for an actor a picker names that has none in the recipe."""
+def alias_fixes(all_forms: Iterable[forms.Form], picker: ActorPicker) -> dict[str, list[Fix]]:
+    """Offer an alias for each actor an invalid field names that has none in the recipe (a
+    judge, an evaluator, a step's actor): the alias is named as the field names the actor."""
     fixes: dict[str, list[Fix]] = {}
-    for name, role in PICKER_ROLES.items():
-        if name not in form.errors or name not in form.fields:
-            continue
-        value = str(form[name].value() or "")
-        if value and value not in picker.context.actors and picker.is_reference(value):
-            label = f"Add {role} alias for {value}"
-            fixes[form.add_prefix(name)] = [Fix(label, form.add_prefix(name), NEW_ALIAS + value)]
+    actors = picker.context.actors
+    for form in all_forms:
+        for name in form.errors:
+            if name not in form.fields:
+                continue
+            value = form[name].value()
+            if not isinstance(value, str) or value in actors or not picker.is_reference(value):
+                continue
+            if new_alias(value, set(actors)) != value:
+                continue  # no alias can be called so: the picker adds one under another name
+            role = PICKER_ROLES.get(name) or str(form.fields[name].label or name).lower()
+            fix = Fix(f"Add {role} alias for {value}", ADD_ALIAS, value)
+            fixes[form.add_prefix(name)] = [fix]
     return fixes
+
+
+def declared_aliases(document: dict[str, Any], references: list[str]) -> dict[str, str]:
+    """Declare in `document` an alias named after each actor of `references` (a fix taken);
+    return those declared."""
+    actors = document.get("actors")
+    if not isinstance(actors, dict):
+        actors = document["actors"] = {}
+    added = {}
+    for reference in references:
+        if reference not in actors and new_alias(reference, set(actors)) == reference:
+            actors[reference] = added[reference] = reference
+    return added
 
 
 def prompt_fixes(form: forms.Form, document: dict[str, Any]) -> dict[str, list[Fix]]:

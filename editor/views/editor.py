@@ -31,12 +31,14 @@ from ..forms.branch import BranchPanel
 from ..forms.builders import ROUTES, TREE, RoutesBuilder, TreeBuilder, route_targets
 from ..forms.document import DocumentContext
 from ..forms.live import (
+    ADD_ALIAS,
     ADD_INPUT,
     LiveAnswer,
+    alias_fixes,
+    declared_aliases,
     declared_inputs,
     field_errors,
     live_apply,
-    picker_fixes,
     prompt_fixes,
 )
 from ..forms.recipe import ImportForm, RecipeSettings
@@ -228,6 +230,7 @@ def step_panel(request: HttpRequest, slug: str) -> HttpResponse:
 def _step_live(request: HttpRequest, document: dict[str, Any], index: int) -> JsonResponse:
     """Apply what is right of a step's form as typed; say what is not, beside its field."""
     inputs = declared_inputs(document, request.POST.getlist(ADD_INPUT))
+    aliases = declared_aliases(document, request.POST.getlist(ADD_ALIAS))
     context = DocumentContext(document)
 
     def make(data: Any) -> StepForm:
@@ -242,11 +245,12 @@ def _step_live(request: HttpRequest, document: dict[str, Any], index: int) -> Js
             "element": request.POST.get("element", ""),
             "step": applied.result,
             "sequence": applied.cleaned_data["sequence"],
-            "actors": applied.actors_added,
+            "actors": {**aliases, **applied.actors_added},
             "inputs": inputs,
         }
-    errors, general = field_errors(posted.all_forms())
-    fixes = {**prompt_fixes(posted, document), **picker_fixes(posted, posted.picker)}
+    all_forms = posted.all_forms()
+    errors, general = field_errors(all_forms)
+    fixes = {**prompt_fixes(posted, document), **alias_fixes(all_forms, posted.picker)}
     return JsonResponse(LiveAnswer(result, errors, general, fixes).as_data())
 
 
@@ -284,7 +288,8 @@ def branch_panel(request: HttpRequest, slug: str) -> HttpResponse:
     applying = request.POST.get("apply") == "1"
     op = request.POST.get("_op", "") if applying else ""
     if applying and not op and request.POST.get("live") == "1":
-        return _branch_live(request, context, step_index, branch_index)
+        aliases = declared_aliases(document, request.POST.getlist(ADD_ALIAS))
+        return _branch_live(request, DocumentContext(document), step_index, branch_index, aliases)
     panel = BranchPanel(
         context=context,
         step_index=step_index,
@@ -314,7 +319,11 @@ def branch_panel(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _branch_live(
-    request: HttpRequest, context: DocumentContext, step_index: int, branch_index: int
+    request: HttpRequest,
+    context: DocumentContext,
+    step_index: int,
+    branch_index: int,
+    aliases: dict[str, str],
 ) -> JsonResponse:
     """Apply what is right of a branch's form as typed; say what is not, beside its field."""
 
@@ -329,10 +338,11 @@ def _branch_live(
         result = {
             "element": request.POST.get("element", ""),
             "branch": applied.result,
-            "actors": applied.form.picker.added,
+            "actors": {**aliases, **applied.form.picker.added},
         }
-    errors, general = field_errors(posted.all_forms())
-    fixes = picker_fixes(posted.form, posted.form.picker)
+    all_forms = posted.all_forms()
+    errors, general = field_errors(all_forms)
+    fixes = alias_fixes(all_forms, posted.form.picker)
     notes = applied.form.notes if applied is not None else []
     return JsonResponse(LiveAnswer(result, errors, general, fixes, notes).as_data())
 

@@ -15,6 +15,7 @@ from workflows.services import recipe_draft_save, recipe_import
 
 from .conftest import BrowserPage
 from .editor_page import apply_panel, wait_settled
+from .test_everywhere import axe_violations
 
 pytestmark = pytest.mark.e2e
 
@@ -85,6 +86,9 @@ def test_an_invalid_field_is_shown_beside_itself_while_the_valid_ones_apply(
     assert page.inner_text("#panel .panel-state") == "Not applied: Prompt (see below)"
     assert page.get_attribute("#panel [name=prompt]", "aria-invalid") == "true"
     browser_page.screenshot("panel-invalid-field")
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        assert axe_violations(page) == [], scheme
 
 
 def test_the_save_state_never_says_saved_over_unapplied_work(

@@ -123,15 +123,51 @@ class TestActorPickers:
         fields["fallback"] = "Sorry."
         answer = live_step(web, story, doc, judge="editor-judge", **fields)
         assert answer["fixes"]["judge"] == [
-            {"label": "Add judge alias for editor-judge", "name": "judge", "value": "+editor-judge"}
+            {
+                "label": "Add judge alias for editor-judge",
+                "name": "add_alias",
+                "value": "editor-judge",
+            }
         ]
-        fixed = live_step(web, story, doc, judge="+editor-judge", **fields)
+        fixed = live_step(web, story, doc, judge="editor-judge", add_alias="editor-judge", **fields)
         assert fixed["errors"] == {}
         assert fixed["result"]["step"]["validation"]["judge"] == "editor-judge"
         assert fixed["result"]["actors"] == {"editor-judge": "editor-judge"}
 
 
+def as_posted(panel: Any) -> dict[str, Any]:
+    """Return the fields a panel's forms post as opened (what the browser sends untouched)."""
+    data: dict[str, Any] = {}
+    for form in panel.all_forms():
+        for bound in form:
+            value = bound.value()
+            if value is True:
+                data[bound.html_name] = "on"
+            elif value not in (None, False):
+                data[bound.html_name] = value
+    return data
+
+
 class TestBranchAndRecipeLive:
+    def test_an_evaluator_naming_an_actor_offers_its_alias(
+        self, story: Recipe, web: Client
+    ) -> None:
+        doc = draft(story)
+        del doc["actors"]["judge"]
+        doc["steps"][0]["branches"][2]["when"]["evaluator"] = "editor-judge"
+        url = reverse("recipe-branch-panel", args=[story.slug])
+        place = {"step": 0, "branch": 2, "element": "b-2"}
+        opened = htmx_post(web, url, doc, **place)
+        fields = {**as_posted(opened.context["panel"]), **place, "apply": "1", "live": "1"}
+        answer = htmx_post(web, url, doc, **fields).json()
+        (name,) = answer["fixes"]
+        assert answer["fixes"][name][0]["value"] == "editor-judge"
+        assert answer["fixes"][name][0]["label"].endswith("alias for editor-judge")
+        fixed = htmx_post(web, url, doc, **fields, add_alias="editor-judge").json()
+        assert fixed["errors"] == {}
+        assert fixed["result"]["branch"]["when"]["evaluator"] == "editor-judge"
+        assert fixed["result"]["actors"] == {"editor-judge": "editor-judge"}
+
     def test_a_branch_applies_as_typed_with_its_errors_beside_fields(
         self, story: Recipe, web: Client
     ) -> None:
