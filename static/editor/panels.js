@@ -126,6 +126,12 @@ function applyResult(target, result) {
   if (changes.length) store.change(changes);
 }
 
+function applyAnswer(form, result) {
+  applyResult(form.closest("#panel-recipe") || panel, result);
+  const title = form.querySelector(".panel-title code");
+  if (title && result.step) title.textContent = result.step.key;
+}
+
 /** Return where the form's element is now ({document, step, branch}), or null if deleted. */
 function placeOf(form) {
   const current = store.current();
@@ -203,7 +209,7 @@ export function initPanels(config) {
   urls = config.urls;
   initSources(panel);
   initTools(panel, urls);
-  initPanelEdits({ place: placeOf, apply: (form, result) => applyResult(form.closest("#panel-recipe") || panel, result), reopen: redraw });
+  initPanelEdits({ place: placeOf, apply: applyAnswer, reopen: redraw });
   store.graph().on("select", "node, edge", (evt) => {
     const kind = evt.target.data("kind");
     if (kind === "step" || kind === "branch") openPanel(evt.target);
@@ -245,8 +251,10 @@ export function initPanels(config) {
     if (!form) return;
     // A builder drawn again from what was typed, or the branch form after a type change: the
     // edit applies. A panel opened: what it held unapplied is put back.
-    if (target.id === "tree-builder" || target.id === "routes-builder" || evt.detail.requestConfig?.parameters?._op) edited(form, null);
-    else restore(form);
+    const whole = target.id === "panel" || target.id === "panel-recipe";
+    const op = evt.detail.requestConfig?.parameters?._op;
+    if (target.id === "tree-builder" || target.id === "routes-builder" || (whole && op)) edited(form, null);
+    else if (whole) restore(form);
   });
 
   document.body.addEventListener("htmx:responseError", (evt) => {
@@ -281,7 +289,7 @@ export function initPanels(config) {
     }
     const fill = evt.target.closest("[data-fill-field]");
     if (fill) {
-      // A suggested value: fills the field only; the author applies it to the draft.
+      // A suggested value: fills the field, which applies as typing would (Undo takes it back).
       const input = fill.form?.elements.namedItem(fill.getAttribute("data-fill-field"));
       if (input) {
         input.value = fill.getAttribute("data-fill-value");

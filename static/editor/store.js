@@ -255,7 +255,12 @@ export function unappliedOf(key) {
   return unapplied.get(key);
 }
 
-/** Return the labels of every field a panel holds that is not applied, in no panel order. */
+/**
+ * Return the labels of every field a panel holds that is not applied, in no panel order. The
+ * edits of a deleted element do not count (they come back with it on undo).
+ */
 export function unappliedFields() {
-  return Array.from(unapplied.values()).flatMap((edits) => edits.labels);
+  return Array.from(unapplied.entries())
+    .filter(([key]) => key === "recipe" || cy.getElementById(key).nonempty())
+    .flatMap(([, edits]) => edits.labels);
 }
