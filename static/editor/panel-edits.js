@@ -136,13 +136,24 @@ function showErrors(form, answer) {
   return labels;
 }
 
-/** Keep the values of the fields not applied, for the panel opened again. */
-function keepUnapplied(form, answer, labels, values) {
+function valuesOf(formData, names) {
   const kept = {};
-  Object.keys(answer.errors).forEach((name) => {
-    if (values.has(name)) kept[name] = values.getAll(name);
+  names.forEach((name) => {
+    if (formData.has(name)) kept[name] = formData.getAll(name);
   });
-  store.setUnapplied(panelKey(form), labels.length ? { labels: labels, values: kept } : null);
+  return kept;
+}
+
+/**
+ * Keep the values of the fields not applied, for the panel opened again; with `typedSince`
+ * (the form changed while the answer was on its way), what was typed since stays counted.
+ */
+function keepUnapplied(form, answer, labels, values, typedSince) {
+  const key = panelKey(form);
+  const before = store.unappliedOf(key);
+  const counted = typedSince && before ? Array.from(new Set(before.labels.concat(labels))) : labels;
+  const kept = valuesOf(values, Object.keys(answer.errors));
+  store.setUnapplied(key, counted.length ? { labels: counted, values: kept } : null);
 }
 
 function post(form) {
@@ -166,15 +177,17 @@ function post(form) {
   }).then((answer) => {
     if (answer.result) hooks.apply(form, answer.result);
     const labels = showErrors(form, answer);
-    keepUnapplied(form, answer, labels, values);
-    if (!form.isConnected || snapshot(form) !== sent) return;
+    const typedSince = snapshot(form) !== sent;
+    keepUnapplied(form, answer, labels, values, typedSince);
+    if (!form.isConnected || typedSince) return;
     if (labels.length) showState(form, "unapplied", "Not applied: " + labels.join(", ") + " (see below)");
     else showState(form, "applied", "All changes applied");
     const added = answer.result && (Object.keys(answer.result.actors || {}).length || Object.keys(answer.result.inputs || {}).length);
     // A new alias or input shows in the form's menus once it is drawn again from the document.
     if (added && !labels.length) hooks.reopen(form);
   }).catch((error) => {
-    store.setUnapplied(panelKey(form), { labels: ["the form"], values: {} });
+    // Nothing was applied: all that was sent is kept, to be sent again with the next edit.
+    store.setUnapplied(panelKey(form), { labels: ["the form"], values: valuesOf(values, Array.from(new Set(values.keys()))) });
     if (form.isConnected) showState(form, "unapplied", "Not applied: " + (error.message || "the server could not be reached") + " Your edits are kept here.");
   });
 }
@@ -194,7 +207,8 @@ export function applyNow(form) {
     sending = null;
     const next = queued;
     queued = null;
-    if (next && next.isConnected) applyNow(next);
+    // Sent even if its panel was left meanwhile: a form left holds its values still.
+    if (next) applyNow(next);
   });
   return sending;
 }
