@@ -190,3 +190,27 @@ def test_every_actor_picker_lists_every_actor_and_adds_the_alias(
     assert page.evaluate("branchline.meta().actors")["other-judge"] == "other-judge"
     # Drawn again from the document, the picker names the new alias.
     assert page.input_value("#panel [name=judge]") == "other-judge"
+
+
+def test_the_recipe_tab_applies_as_typed_and_keeps_what_is_not_right_across_tabs(
+    browser_page: BrowserPage, story: Recipe
+) -> None:
+    page = browser_page.open_editor(story.slug)
+    page.click("#tab-recipe")
+    page.wait_for_selector("#panel-recipe [name='recipe-description']")
+    page.fill("#panel-recipe [name='recipe-description']", "Stories, reviewed.")
+    page.fill("#panel-recipe [name='recipe-name']", "")
+    wait_settled(page)
+    assert "Name" in page.inner_text("#save-state")
+    assert page.evaluate("branchline.meta().description") == "Stories, reviewed."
+    assert page.evaluate("branchline.meta().name") == story.name
+    page.click("#tab-properties")
+    page.click("#tab-recipe")
+    page.wait_for_selector("#panel-recipe [name='recipe-name']")
+    wait_settled(page)
+    assert page.input_value("#panel-recipe [name='recipe-name']") == ""
+    assert page.locator("#panel-recipe .field-error").count() == 1
+    page.fill("#panel-recipe [name='recipe-name']", "Stories")
+    wait_settled(page)
+    assert page.evaluate("branchline.meta().name") == "Stories"
+    assert page.evaluate("branchline.meta().description") == "Stories, reviewed."
