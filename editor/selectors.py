@@ -15,6 +15,7 @@ from workflows import engine
 from workflows.engine.errors import TemplateError
 from workflows.engine.file_templates import file_reference
 from workflows.engine.files import is_file_type
+from workflows.engine.next_step import HUMAN_KIND
 from workflows.engine.templating import (
     SOURCES_NAME,
     step_number,
@@ -147,7 +148,12 @@ class TemplateName:
 
 
 def names_in_scope(document: dict[str, Any], step_index: int) -> list[TemplateName]:
-    """Return the template names a step's prompt may use: inputs, earlier steps, feedback."""
+    """Return the template names a step's prompt may use: inputs, earlier steps, feedback.
+
+    `feedback` is described as the engine fills it here: a reviewer's comment when a human step
+    sends the run to this step (`next_step.with_reviewer_comment`), else what a retry sends
+    back. The step's own earlier answer and the reviewers' answers are offered too.
+    """
     names = []
     inputs = document.get("inputs")
     if isinstance(inputs, dict):
@@ -156,10 +162,10 @@ def names_in_scope(document: dict[str, Any], step_index: int) -> list[TemplateNa
             names.append(TemplateName(str(name), f"input ({kind})"))
             if is_file_type(kind):
                 names += _file_names(str(name))
-    steps = _list(document.get("steps"))
+    steps = [s if isinstance(s, dict) else {} for s in _list(document.get("steps"))]
     for n, step in enumerate(steps[:step_index], start=1):
-        if isinstance(step, dict) and isinstance(step.get("key"), str):
-            label = _text(step.get("name")) or step["key"]
+        if isinstance(step.get("key"), str):
+            label = _label(step)
             names.append(TemplateName(f"step{n}_response", f"response of step {n}, {label}"))
             names.append(
                 TemplateName(f"steps.{step['key']}.response", f"latest response of {label}")
@@ -168,11 +174,50 @@ def names_in_scope(document: dict[str, Any], step_index: int) -> list[TemplateNa
                 names.append(
                     TemplateName(f"steps.{step['key']}.sources", f"the hits {label} found")
                 )
-    names.append(TemplateName("feedback", "the validator's feedback on a retry"))
+    step = steps[step_index] if step_index < len(steps) else {}
+    reviewers = reviewers_leading_to(steps, step_index)
+    if isinstance(step.get("key"), str):
+        names.append(
+            TemplateName(
+                f"steps.{step['key']}.response",
+                "this step's earlier answer, when the run comes back to it (empty at first)",
+            )
+        )
+    shown = {n.name for n in names}
+    for reviewer in reviewers:
+        name = f"steps.{reviewer['key']}.response"
+        if name not in shown:
+            names.append(TemplateName(name, f"the answer of the reviewers of {_label(reviewer)}"))
+    names.append(TemplateName("feedback", _feedback_description(reviewers)))
     names.append(
         TemplateName(SOURCES_NAME, "this step's hits as numbered citations (else the latest hits)")
     )
     return names
+
+
+def _label(step: dict[str, Any]) -> str:
+    return _text(step.get("name")) or _text(step.get("key"))
+
+
+def _feedback_description(reviewers: list[dict[str, Any]]) -> str:
+    if not reviewers:
+        return "what a retry sends back to this step (the validator's feedback, the failure)"
+    who = ", ".join(_label(r) for r in reviewers)
+    return f"the reviewer's comment when {who} sends the run here (a revise), else a retry's"
+
+
+def reviewers_leading_to(steps: list[dict[str, Any]], index: int) -> list[dict[str, Any]]:
+    """Return the human steps whose decision may run step `index` next: a branch of theirs
+    targets it, or it follows them in sequence."""
+    key = steps[index].get("key") if index < len(steps) else None
+    found = []
+    for n, step in enumerate(steps):
+        if step.get("kind") != HUMAN_KIND or not isinstance(step.get("key"), str):
+            continue
+        branches = [b for b in _list(step.get("branches")) if isinstance(b, dict)]
+        if n + 1 == index or any(b.get("target") == key for b in branches):
+            found.append(step)
+    return found
 
 
 def _file_names(name: str) -> list[TemplateName]:
@@ -185,12 +230,20 @@ def _file_names(name: str) -> list[TemplateName]:
     ]
 
 
-def unknown_template_names(document: dict[str, Any], prompt: str) -> list[str]:
+@dataclass(frozen=True)
+class NameProblem:
+    """Why a prompt's placeholder cannot be filled; `undeclared`: an input could fill it."""
+
+    message: str
+    undeclared: str = ""
+
+
+def template_name_problems(document: dict[str, Any], prompt: str) -> list[NameProblem]:
     """Return why the prompt's placeholders cannot be filled (unknown or refused names)."""
     try:
         used = template_names(prompt)
     except TemplateError as exc:
-        return [exc.message]
+        return [NameProblem(exc.message)]
     inputs = document.get("inputs") if isinstance(document.get("inputs"), dict) else {}
     steps = [s for s in _list(document.get("steps")) if isinstance(s, dict)]
     keys = {s["key"] for s in steps if isinstance(s.get("key"), str)}
@@ -202,25 +255,35 @@ def unknown_template_names(document: dict[str, Any], prompt: str) -> list[str]:
         if reference is not None:
             spec = inputs.get(reference.input)
             if not (isinstance(spec, dict) and is_file_type(spec.get("type"))):
-                problems.append(f"{{{name}}}: '{reference.input}' is not a file input")
+                problems.append(NameProblem(f"{{{name}}}: '{reference.input}' is not a file input"))
             continue
         source_key = step_sources_reference(name)
         if source_key is not None:
             if source_key not in keys:
-                problems.append(f"{{{name}}}: there is no step '{source_key}'")
+                problems.append(NameProblem(f"{{{name}}}: there is no step '{source_key}'"))
             continue
         number = step_number(name)
         if number is not None:
             if number > len(steps):
-                problems.append(f"{{{name}}}: the recipe has {len(steps)} steps")
+                problems.append(NameProblem(f"{{{name}}}: the recipe has {len(steps)} steps"))
             continue
         key = step_reference(name)
         if key is not None:
             if key not in keys:
-                problems.append(f"{{{name}}}: there is no step '{key}'")
+                problems.append(NameProblem(f"{{{name}}}: there is no step '{key}'"))
             continue
-        problems.append(f"{{{name}}}: not an input of this recipe")
+        problems.append(NameProblem(f"{{{name}}}: not an input of this recipe", undeclared=name))
     return problems
+
+
+def unknown_template_names(document: dict[str, Any], prompt: str) -> list[str]:
+    """Return why the prompt's placeholders cannot be filled (unknown or refused names)."""
+    return [p.message for p in template_name_problems(document, prompt)]
+
+
+def undeclared_inputs(document: dict[str, Any], prompt: str) -> list[str]:
+    """Return the names the prompt uses that declaring them as inputs would fill."""
+    return [p.undeclared for p in template_name_problems(document, prompt) if p.undeclared]
 
 
 # -- actors ----------------------------------------------------------------------------------

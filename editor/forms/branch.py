@@ -15,6 +15,7 @@ from workflows.engine.vocabulary import OUTCOMES
 
 from ..catalog import actions, canonical_action, repeats
 from ..selectors import document_errors
+from .actors import ActorPicker
 from .condition_tree import (
     ConditionNode,
     bound_node,
@@ -93,11 +94,11 @@ class BranchForm(forms.Form):
         if current and current not in {t[0] for t in targets}:
             targets.append((current, f"{current} (missing step)"))
         self.fields["target"].choices = targets
-        alternatives = context.alias_choices("— best other actor")
-        alternative = self.initial_from(self.original)["alternative_actor"]
-        if alternative and alternative not in {a[0] for a in alternatives}:
-            alternatives.append((alternative, f"{alternative} (missing alias)"))
-        self.fields["alternative_actor"].choices = alternatives
+        # The retry actor is picked from every actor, as a step's actor is.
+        self.picker = ActorPicker(context)
+        self.fields["alternative_actor"].choices = self.picker.choices(
+            "— best other actor", self.initial_from(self.original)["alternative_actor"]
+        )
         # The parameters shown follow the action and the target: changing either re-renders.
         for name in ("action", "target"):
             self.fields[name].widget.attrs["data-refresh"] = "true"
@@ -195,7 +196,7 @@ class BranchForm(forms.Form):
             if data.get(name):
                 params[name] = normalise_newlines(data[name])
         if data.get("alternative_actor"):
-            params["alternative_actor"] = data["alternative_actor"]
+            params["alternative_actor"] = self.picker.resolve(data["alternative_actor"])
         if data.get("max_retries") is not None:
             params["max_retries"] = data["max_retries"]
         branch = {
@@ -268,6 +269,16 @@ class BranchPanel:
     def step(self) -> dict[str, Any]:
         return self.form.step
 
+    def all_forms(self) -> list[forms.Form]:
+        """Return the branch form and the forms of its condition, operands included."""
+        found: list[forms.Form] = [self.form]
+        nodes = [self.condition]
+        while nodes:
+            node = nodes.pop()
+            found.append(node.form)
+            nodes += node.children
+        return found
+
     def is_valid(self) -> bool:
         if self.data is None or self.op:
             return False
@@ -278,6 +289,7 @@ class BranchPanel:
         branch = self.form.build(self.condition.condition())
         candidate = copy.deepcopy(self.context.document)
         candidate["steps"][self.step_index]["branches"][self.branch_index] = branch
+        candidate["actors"] = self.form.picker.aliases()
         errors = document_errors(candidate)
         prefix = f"steps[{self.step_index}].branches[{self.branch_index}]"
         found = False

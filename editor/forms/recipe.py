@@ -301,6 +301,10 @@ class RecipeSettings:
             self.data, prefix="budget", initial=_budget_initial(doc.get("budget"))
         )
 
+    def all_forms(self) -> list[forms.Form]:
+        """Return the settings' forms: the recipe's, each input's and alias's, the budget's."""
+        return [self.form, *self.inputs.forms, *self.actors.forms, self.budget]
+
     def is_valid(self) -> bool:
         valid = (
             self.form.is_valid()

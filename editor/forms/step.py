@@ -13,10 +13,10 @@ from django.core.exceptions import ValidationError
 from workflows.engine.intent import MAX_ATTEMPTS_LIMIT as MAX_INTENT_ATTEMPTS
 from workflows.engine.output_schema import MAX_ATTEMPTS as MAX_SCHEMA_ATTEMPTS
 from workflows.engine.self_check import MAX_VALIDATION_ATTEMPTS
-from workflows.validators import HUMAN_PREFIX
 
 from ..catalog import kinds_taking, step_kinds
-from ..selectors import actor_choices, document_errors, human_references
+from ..selectors import document_errors
+from .actors import ActorPicker
 from .builders import BUILDER, RoutesBuilder, TreeBuilder, read_routes, read_tree, route_targets
 from .document import DocumentContext, errors_under
 from .fields import PrettyJSONField, normalise_newlines
@@ -49,17 +49,12 @@ KIND_FIELDS = (
 # hold them, kept as they were when a post has no such section.
 LLM_TOOL_FIELDS = ("tools", "max_tool_calls", "max_tool_seconds")
 TOOL_STEP_FIELDS = ("tool", "arguments")
-
-
-def _new_alias(reference: str, taken: set[str]) -> str:
-    base = reference.removeprefix(HUMAN_PREFIX).split(":")[0]
-    base = re.sub(r"[^A-Za-z0-9_-]+", "_", base).strip("_-") or "actor"
-    if not base[0].isalpha() and base[0] != "_":
-        base = f"a_{base}"
-    alias, n = base, 2
-    while alias in taken:
-        alias, n = f"{base}_{n}", n + 1
-    return alias
+# The actor pickers of this form: (field, what no choice means, reviewers only).
+PICKERS = (
+    ("actor", "—", False),
+    ("judge", "— no judge", False),
+    ("escalate_to", "— no escalation", True),
+)
 
 
 class StepForm(forms.Form):
@@ -190,27 +185,14 @@ class StepForm(forms.Form):
             max_value=len(context.steps),
             help_text=self.fields["sequence"].help_text,
         )
-        aliases = context.actors
-        humans = human_references(list(aliases.values()))
-        actor_options: list[tuple[str, Any]] = [("", "—")]
-        actor_options.append(
-            (
-                "Aliases of this recipe",
-                [
-                    (a, f"{a} → {ref}{' (reviewers)' if ref in humans else ''}")
-                    for a, ref in aliases.items()
-                ],
+        # One menu of actors for each picker; picking an actor with no alias adds one.
+        self.picker = ActorPicker(context)
+        for name, blank, reviewers_only in PICKERS:
+            current = str(self.original_value(name) or "")
+            self.fields[name].choices = self.picker.choices(
+                blank, current, reviewers_only=reviewers_only
             )
-        )
-        named = set(aliases.values())
-        others = [(f"+{c.reference}", c.label) for c in actor_choices() if c.reference not in named]
-        if others:
-            actor_options.append(("Add an alias for", others))
-        self.fields["actor"].choices = actor_options
-        self.fields["judge"].choices = context.alias_choices("— no judge")
-        self.fields["escalate_to"].choices = context.alias_choices("— no escalation")
         self.result: dict[str, Any] | None = None
-        self.actors_added: dict[str, str] = {}
         # The tree and the routes are shown in visual builders; a post without a builder
         # (`tree_mode`/`routes_mode` not "builder") holds their JSON text, as before.
         targets = route_targets(self.original)
@@ -227,6 +209,30 @@ class StepForm(forms.Form):
             self.routes_builder = RoutesBuilder.from_value(
                 self.original.get("routes"), BUILDER, targets
             )
+
+    def all_forms(self) -> list[forms.Form]:
+        """Return this form and the sections posted with it that its kind holds (sources,
+        tools, request): those checked with it."""
+        kind = str(self.data.get("kind", ""))
+        found: list[forms.Form] = [self]
+        if self.sources_posted and self._takes_sources(kind):
+            found += self.sources.forms
+        if self.tools.posted and self._takes("tools", kind):
+            found.append(self.tools.llm)
+        if self.tools.posted and self._takes("arguments", kind):
+            found += [self.tools.step, self.tools.arguments]
+        if self.http_posted and self._takes("url", kind):
+            found.append(self.http)
+        return found
+
+    @property
+    def actors_added(self) -> dict[str, str]:
+        """The aliases the pickers added (actor name: reference)."""
+        return self.picker.added
+
+    def original_value(self, name: str) -> Any:
+        """Return the value the step held for the field `name`."""
+        return self.initial_from(self.original)[name]
 
     @staticmethod
     def initial_from(step: dict[str, Any]) -> dict[str, Any]:
@@ -341,7 +347,7 @@ class StepForm(forms.Form):
             steps[self.index]["position"] = self.original["position"]
         new_index = data["sequence"] - 1
         steps.insert(new_index, steps.pop(self.index))
-        candidate["actors"] = {**self.context.actors, **self.actors_added}
+        candidate["actors"] = self.picker.aliases()
         errors = document_errors(candidate)
         for parts, message in errors_under(errors, f"steps[{new_index}]"):
             if parts[:1] == ["branches"] or parts[:1] == ["position"]:
@@ -432,13 +438,7 @@ class StepForm(forms.Form):
             )
         }
         step.update({"key": data["key"], "name": data["name"], "kind": data["kind"]})
-        actor = data.get("actor") or ""
-        if actor.startswith("+"):
-            reference = actor[1:]
-            aliases = set(self.context.actors) | set(self.actors_added)
-            alias = _new_alias(reference, aliases)
-            self.actors_added[alias] = reference
-            actor = alias
+        actor = self.picker.resolve(data.get("actor") or "")
         if actor:
             step["actor"] = actor
         step["prompt"] = data["prompt"]
@@ -450,7 +450,7 @@ class StepForm(forms.Form):
                 "max_attempts": data["max_attempts"] if data.get("max_attempts") else 5,
             }
             if data.get("judge"):
-                validation["judge"] = data["judge"]
+                validation["judge"] = self.picker.resolve(data["judge"])
             old = original.get("validation") if isinstance(original.get("validation"), dict) else {}
             if data.get("fallback") or "fallback" in old:
                 validation["fallback"] = data["fallback"]
@@ -476,7 +476,7 @@ class StepForm(forms.Form):
                 if value or name in original:
                     step[name] = bool(value)
             elif value is not None and value != {} and value != "":
-                step[name] = value
+                step[name] = self.picker.resolve(value) if name == "escalate_to" else value
         attempts = data.get("intent_max_attempts")
         if self._takes("intent_max_attempts", data["kind"]) and attempts is not None:
             step["max_attempts"] = attempts

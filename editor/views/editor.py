@@ -12,7 +12,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -30,6 +30,17 @@ from ..catalog import catalog
 from ..forms.branch import BranchPanel
 from ..forms.builders import ROUTES, TREE, RoutesBuilder, TreeBuilder, route_targets
 from ..forms.document import DocumentContext
+from ..forms.live import (
+    ADD_ALIAS,
+    ADD_INPUT,
+    LiveAnswer,
+    alias_fixes,
+    declared_aliases,
+    declared_inputs,
+    field_errors,
+    live_apply,
+    prompt_fixes,
+)
 from ..forms.recipe import ImportForm, RecipeSettings
 from ..forms.step import StepForm
 from ..selectors import (
@@ -186,6 +197,8 @@ def step_panel(request: HttpRequest, slug: str) -> HttpResponse:
             partial = "routes-builder"
         return render(request, f"{PANELS}#{partial}", {"builder": builder})
     applying = request.POST.get("apply") == "1"
+    if applying and request.POST.get("live") == "1":
+        return _step_live(request, document, index)
     form = StepForm(
         request.POST if applying else None, context=context, index=index, user=request.user
     )
@@ -212,6 +225,33 @@ def step_panel(request: HttpRequest, slug: str) -> HttpResponse:
             "result": result,
         },
     )
+
+
+def _step_live(request: HttpRequest, document: dict[str, Any], index: int) -> JsonResponse:
+    """Apply what is right of a step's form as typed; say what is not, beside its field."""
+    inputs = declared_inputs(document, request.POST.getlist(ADD_INPUT))
+    aliases = declared_aliases(document, request.POST.getlist(ADD_ALIAS))
+    context = DocumentContext(document)
+
+    def make(data: Any) -> StepForm:
+        return StepForm(data, context=context, index=index, user=request.user)
+
+    posted, applied = live_apply(
+        make, lambda f: f.is_valid() and f.result is not None, lambda f: f, request.POST
+    )
+    result = None
+    if applied is not None:
+        result = {
+            "element": request.POST.get("element", ""),
+            "step": applied.result,
+            "sequence": applied.cleaned_data["sequence"],
+            "actors": {**aliases, **applied.actors_added},
+            "inputs": inputs,
+        }
+    all_forms = posted.all_forms()
+    errors, general = field_errors(all_forms)
+    fixes = {**prompt_fixes(posted, document), **alias_fixes(all_forms, posted.picker)}
+    return JsonResponse(LiveAnswer(result, errors, general, fixes).as_data())
 
 
 @login_required
@@ -247,6 +287,9 @@ def branch_panel(request: HttpRequest, slug: str) -> HttpResponse:
     context = DocumentContext(document)
     applying = request.POST.get("apply") == "1"
     op = request.POST.get("_op", "") if applying else ""
+    if applying and not op and request.POST.get("live") == "1":
+        aliases = declared_aliases(document, request.POST.getlist(ADD_ALIAS))
+        return _branch_live(request, DocumentContext(document), step_index, branch_index, aliases)
     panel = BranchPanel(
         context=context,
         step_index=step_index,
@@ -273,6 +316,35 @@ def branch_panel(request: HttpRequest, slug: str) -> HttpResponse:
             "result": result,
         },
     )
+
+
+def _branch_live(
+    request: HttpRequest,
+    context: DocumentContext,
+    step_index: int,
+    branch_index: int,
+    aliases: dict[str, str],
+) -> JsonResponse:
+    """Apply what is right of a branch's form as typed; say what is not, beside its field."""
+
+    def make(data: Any) -> BranchPanel:
+        return BranchPanel(
+            context=context, step_index=step_index, branch_index=branch_index, data=data
+        )
+
+    posted, applied = live_apply(make, lambda p: p.is_valid(), lambda p: p.form, request.POST)
+    result = None
+    if applied is not None:
+        result = {
+            "element": request.POST.get("element", ""),
+            "branch": applied.result,
+            "actors": {**aliases, **applied.form.picker.added},
+        }
+    all_forms = posted.all_forms()
+    errors, general = field_errors(all_forms)
+    fixes = alias_fixes(all_forms, posted.form.picker)
+    notes = applied.form.notes if applied is not None else []
+    return JsonResponse(LiveAnswer(result, errors, general, fixes, notes).as_data())
 
 
 def _judge_advice(
@@ -305,6 +377,16 @@ def recipe_panel(request: HttpRequest, slug: str) -> HttpResponse:
     except BadDocument as exc:
         return bad_request(exc)
     applying = request.POST.get("apply") == "1"
+    if applying and request.POST.get("live") == "1":
+        posted, applied = live_apply(
+            lambda data: RecipeSettings(document, data),
+            lambda s: s.is_valid(),
+            lambda s: s.form,
+            request.POST,
+        )
+        errors, general = field_errors(posted.all_forms())
+        result = applied.result if applied is not None else None
+        return JsonResponse(LiveAnswer(result, errors, general).as_data())
     settings = RecipeSettings(document, request.POST if applying else None)
     result = settings.result if applying and settings.is_valid() else None
     return render(

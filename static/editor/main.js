@@ -15,7 +15,7 @@ import { initBranchOrder } from "./branch-order.js";
 import { initKeyboard } from "./keyboard.js";
 import { initLint, pending as lintPending, scheduleCheck } from "./lint.js";
 import { initOutline } from "./outline.js";
-import { initPanels } from "./panels.js";
+import { initPanels, panelPending } from "./panels.js";
 import { inFlight as saveInFlight, initSaving, save } from "./saving.js";
 import * as store from "./store.js";
 import { initTabs } from "./tabs.js";
@@ -56,14 +56,15 @@ window.branchline = {
   get dirty() { return store.isDirty(); },
   get testRunFinished() { return testRunFinished(); },
   get testRunTransport() { return testRunTransport(); },
+  meta: () => store.metaCopy(),
   nodeByKey: nodeByKey,
   edgeByName: edgeByName,
   save: save,
-  // Nothing is waiting to happen: no edit still to be marked and checked, no check, save or
-  // panel request in flight, and htmx has wired up what it swapped in (it does so when the swap
+  // Nothing is waiting to happen: no edit still to be marked and checked or typed in a panel and
+  // not applied yet, no check, save or panel request in flight, and htmx has wired up what it swapped in (it does so when the swap
   // settles, a moment later: until then a form in it would submit as a plain form). Tests wait
   // for this before acting on a layout that must hold still or on controls just loaded.
-  settled: () => !store.editing() && !lintPending() && !saveInFlight() &&
+  settled: () => !store.editing() && !lintPending() && !saveInFlight() && !panelPending() &&
     !document.querySelector(".htmx-request, .htmx-settling"),
 };
 

@@ -1,10 +1,11 @@
 /*
  * panels.js: the Properties panel: the step or branch form of the selected element. The forms
- * are htmx partials that post the current document with their fields; a form applied answers
- * with the edited piece of the document (a `#panel-result` script), which is put on the canvas
- * as one undoable change. The Recipe tab's form answers the same way.
+ * are htmx partials that post the current document with their fields; they apply as the
+ * author types (panel-edits.js), each answer's edited piece of the document put on the canvas
+ * as one undoable change. The Recipe tab's form applies the same way.
  */
-import { clone, stepNodes } from "./recipe-graph.js";
+import { flush, edited, initPanelEdits, pending as editsPending, restore } from "./panel-edits.js";
+import { clone, stableStringify, stepNodes } from "./recipe-graph.js";
 import { initSources } from "./sources.js";
 import { initTools } from "./tools.js";
 import * as store from "./store.js";
@@ -30,6 +31,7 @@ export function openPanel(ele) {
   if (!where) return undefined;
   showTab("properties", false);
   store.setOpenElement(ele.id());
+  flush(); // the panel left applies what was typed in it
   const values = { document: JSON.stringify(current.document), step: where.step, element: ele.id() };
   if (where.branch !== undefined) values.branch = where.branch;
   return htmx.ajax("POST", where.branch !== undefined ? urls.branchPanel : urls.stepPanel, {
@@ -39,14 +41,14 @@ export function openPanel(ele) {
 
 function reopenPanel() {
   const id = store.openElementId();
-  if (!id) return;
+  if (!id) return undefined;
   const ele = store.graph().getElementById(id);
   if (ele.empty()) {
     store.setOpenElement(null);
     clearPanel("Select a step or a branch to edit it.");
-    return;
+    return undefined;
   }
-  openPanel(ele);
+  return openPanel(ele);
 }
 
 function stepChanges(node, result) {
@@ -83,32 +85,88 @@ function stepChanges(node, result) {
       if (cy.getElementById(id).data("order") !== i) changes.push({ id: id, data: { order: i } });
     });
   }
-  if (result.actors && Object.keys(result.actors).length) {
-    const meta = store.metaCopy();
-    meta.actors = Object.assign({}, meta.actors || {}, result.actors);
-    changes.push({ id: "__meta__", data: { meta: meta } });
-  }
-  return changes;
+  return changes.concat(metaChanges(result));
+}
+
+// The aliases a picker added and the inputs a fix declared go into the document with the edit.
+function metaChanges(result) {
+  const meta = store.metaCopy();
+  let changed = false;
+  ["actors", "inputs"].forEach((key) => {
+    if (!result[key] || !Object.keys(result[key]).length) return;
+    meta[key] = Object.assign({}, meta[key] || {}, result[key]);
+    changed = true;
+  });
+  return changed ? [{ id: "__meta__", data: { meta: meta } }] : [];
+}
+
+// An answer that changes nothing (the same values applied again) is no undo step.
+function changing(changes) {
+  const cy = store.graph();
+  return changes.filter((c) => {
+    const now = c.id === "__meta__" ? { meta: store.metaCopy() } : cy.getElementById(c.id).data();
+    return Object.keys(c.data).some((k) => stableStringify(now[k]) !== stableStringify(c.data[k]));
+  });
 }
 
 function applyResult(target, result) {
+  let changes = [];
   if (target.id === "panel-recipe") {
     const meta = Object.assign(store.metaCopy(), result);
     // A setting cleared in the form (the budget) comes back as null: the document drops it.
     Object.keys(result).forEach((key) => { if (result[key] === null) delete meta[key]; });
-    store.change([{ id: "__meta__", data: { meta: meta } }]);
-    return;
+    changes = [{ id: "__meta__", data: { meta: meta } }];
+  } else {
+    const ele = store.graph().getElementById(result.element);
+    if (ele.empty()) return;
+    if (result.branch) changes = [{ id: ele.id(), data: { branch: result.branch } }].concat(metaChanges(result));
+    else if (result.step) changes = stepChanges(ele, result);
   }
-  const ele = store.graph().getElementById(result.element);
-  if (ele.empty()) return;
-  if (result.branch) {
-    store.change([{ id: ele.id(), data: { branch: result.branch } }]);
-  } else if (result.step) {
-    store.change(stepChanges(ele, result));
-  }
+  changes = changing(changes);
+  if (changes.length) store.change(changes);
 }
 
-// The step form shows the settings of its kind only, and checks the prompt's names as typed.
+function applyAnswer(form, result) {
+  applyResult(form.closest("#panel-recipe") || panel, result);
+  const title = form.querySelector(".panel-title code");
+  if (title && result.step) title.textContent = result.step.key;
+}
+
+/** Return where the form's element is now ({document, step, branch}), or null if deleted. */
+function placeOf(form) {
+  const current = store.current();
+  const values = { document: JSON.stringify(current.document) };
+  const elementInput = form.querySelector('[name="element"]');
+  if (!elementInput || !elementInput.value) return values;
+  const where = indices(current.paths[elementInput.value]);
+  if (!where) {
+    if (form.closest("#panel")) clearPanel("That element was deleted.");
+    return null;
+  }
+  values.step = where.step;
+  if (where.branch !== undefined) values.branch = where.branch;
+  return values;
+}
+
+// Drawn again from the document (a new alias or input shows in its menus), focus kept.
+function redraw(form) {
+  const focused = document.activeElement && form.contains(document.activeElement) ? document.activeElement.name : null;
+  const done = form.getAttribute("data-editor-form") === "recipe" ? showTab("recipe", true) : reopenPanel();
+  Promise.resolve(done).then(() => {
+    const drawn = document.querySelector(form.getAttribute("data-editor-form") === "recipe" ? "#panel-recipe [data-editor-form]" : "#panel [data-editor-form]");
+    if (!drawn) return;
+    restore(drawn, true);
+    const field = focused && drawn.querySelector('[name="' + CSS.escape(focused) + '"]');
+    if (field) field.focus();
+  });
+}
+
+/** Tell whether a panel edit waits to be applied or is being applied. */
+export function panelPending() {
+  return editsPending();
+}
+
+// The step form shows the settings of its kind only.
 function setupPanel() {
   const form = panel.querySelector('[data-editor-form="step"]');
   if (!form) return;
@@ -121,14 +179,6 @@ function setupPanel() {
     };
     kind.addEventListener("change", showKind);
     showKind();
-  }
-  const prompt = form.querySelector('[name="prompt"]');
-  if (prompt) {
-    prompt.setAttribute("hx-post", urls.stepPanel.replace(/panels\/step\/$/, "panels/prompt/"));
-    prompt.setAttribute("hx-trigger", "input changed delay:400ms");
-    prompt.setAttribute("hx-target", "#prompt-check");
-    prompt.setAttribute("hx-swap", "innerHTML");
-    htmx.process(prompt);
   }
 }
 
@@ -159,6 +209,7 @@ export function initPanels(config) {
   urls = config.urls;
   initSources(panel);
   initTools(panel, urls);
+  initPanelEdits({ place: placeOf, apply: applyAnswer, reopen: redraw });
   store.graph().on("select", "node, edge", (evt) => {
     const kind = evt.target.data("kind");
     if (kind === "step" || kind === "branch") openPanel(evt.target);
@@ -196,6 +247,14 @@ export function initPanels(config) {
       applyResult(target, result);
     }
     if (target.id === "panel") setupPanel();
+    const form = target.querySelector("[data-editor-form]") || target.closest("[data-editor-form]");
+    if (!form) return;
+    // A builder drawn again from what was typed, or the branch form after a type change: the
+    // edit applies. A panel opened: what it held unapplied is put back.
+    const whole = target.id === "panel" || target.id === "panel-recipe";
+    const op = evt.detail.requestConfig?.parameters?._op;
+    if (target.id === "tree-builder" || target.id === "routes-builder" || (whole && op)) edited(form, null);
+    else if (whole) restore(form);
   });
 
   document.body.addEventListener("htmx:responseError", (evt) => {
@@ -230,7 +289,7 @@ export function initPanels(config) {
     }
     const fill = evt.target.closest("[data-fill-field]");
     if (fill) {
-      // A suggested value: fills the field only; the author applies it to the draft.
+      // A suggested value: fills the field, which applies as typing would (Undo takes it back).
       const input = fill.form?.elements.namedItem(fill.getAttribute("data-fill-field"));
       if (input) {
         input.value = fill.getAttribute("data-fill-value");

@@ -37,10 +37,18 @@ function savedText() {
   return "Saved with " + count + " (fix to publish)";
 }
 
+// Edits a panel holds but has not applied yet come first: saving would not keep them.
+function unappliedText(fields) {
+  if (!fields.length) return "";
+  return "● Unapplied changes: " + (fields.length === 1 ? fields[0] : fields.length + " fields");
+}
+
 function showDirty(dirty) {
-  saveState.textContent = dirty ? "● Unsaved changes" : savedText();
-  saveState.classList.toggle("dirty", dirty);
-  document.title = (dirty ? "● " : "") + document.title.replace(/^● /, "");
+  const unappliedState = unappliedText(store.unappliedFields());
+  const marked = dirty || unappliedState !== "";
+  saveState.textContent = unappliedState || (dirty ? "● Unsaved changes" : savedText());
+  saveState.classList.toggle("dirty", marked);
+  document.title = (marked ? "● " : "") + document.title.replace(/^● /, "");
 }
 
 function showSaveErrors(errors) {
@@ -170,6 +178,7 @@ export function initSaving(config) {
   initAutosave();
   store.subscribe((event, detail) => {
     if (event === "dirty") showDirty(detail.dirty);
+    if (event === "unapplied") showDirty(store.isDirty());
     if (event === "edited") scheduleAutosave();
   });
 
@@ -213,7 +222,7 @@ export function initSaving(config) {
     if (store.isDirty() && !window.confirm("Export downloads the saved draft, without your unsaved changes. Continue?")) evt.preventDefault();
   });
   window.addEventListener("beforeunload", (evt) => {
-    if (store.isDirty() && !allowUnload) {
+    if ((store.isDirty() || store.unappliedFields().length) && !allowUnload) {
       evt.preventDefault();
       evt.returnValue = "";
     }

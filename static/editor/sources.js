@@ -4,6 +4,8 @@
  * the posted names run from 0 as the formset expects. "Try" is an htmx button of each row.
  */
 
+import { edited } from "./panel-edits.js";
+
 const ROW_NAME = /sources-(\d+|__prefix__)-/g;
 
 function renumber(section) {
@@ -38,8 +40,10 @@ function addRow(section) {
 }
 
 function removeRow(section, row) {
+  const form = section.closest("form");
   row.remove();
   renumber(section);
+  if (form) edited(form, null); // a row taken away is an edit, applied as one
   const add = section.querySelector("[data-source-add]");
   if (add) add.focus();
 }

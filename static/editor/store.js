@@ -9,7 +9,12 @@
  *
  *   "change"  at once after an edit, an undo or a redo ({history: true} for the last two);
  *   "dirty"   when the dirty flag was worked out again ({dirty});
- *   "edited"  a moment after the last of a burst of edits, once the dirty flag follows it.
+ *   "edited"  a moment after the last of a burst of edits, once the dirty flag follows it;
+ *   "unapplied" when what a panel holds that is not applied yet changed ({fields}).
+ *
+ * What a panel holds that is not in the document yet (typed a moment ago, or not right) is
+ * kept here too, by panel ("recipe" or the element id): its fields' labels and values, so the
+ * panel opened again shows them, and nothing says "Saved" over them.
  */
 import { clone, refreshElement, stableStringify, syncEdges, toDocument } from "./recipe-graph.js";
 
@@ -23,6 +28,7 @@ let revision = null;
 let dirty = false;
 let openElement = null;
 let editTimer = null;
+const unapplied = new Map(); // panel → {labels: [field label], values: {name: value}}
 const listeners = new Set();
 
 /** Call `listener(event, detail)` on every event; return a function that stops it. */
@@ -233,4 +239,28 @@ export function markSaved(document, newRevision) {
 /** Record which element's panel is open (null: none). */
 export function setOpenElement(id) {
   openElement = id;
+}
+
+// -- edits a panel holds, not applied ----------------------------------------------------------
+
+/** Record what the panel `key` holds that is not applied (null: nothing). */
+export function setUnapplied(key, edits) {
+  if (edits && edits.labels.length) unapplied.set(key, edits);
+  else unapplied.delete(key);
+  emit("unapplied", { fields: unappliedFields() });
+}
+
+/** Return what the panel `key` holds that is not applied: {labels, values}, or undefined. */
+export function unappliedOf(key) {
+  return unapplied.get(key);
+}
+
+/**
+ * Return the labels of every field a panel holds that is not applied, in no panel order. The
+ * edits of a deleted element do not count (they come back with it on undo).
+ */
+export function unappliedFields() {
+  return Array.from(unapplied.entries())
+    .filter(([key]) => key === "recipe" || cy.getElementById(key).nonempty())
+    .flatMap(([, edits]) => edits.labels);
 }

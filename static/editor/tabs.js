@@ -2,6 +2,7 @@
  * tabs.js: the side panel's tabs (Properties, Recipe, Test run, Tests, Versions, Triggers); a tab's
  * content is loaded from the server when it is shown.
  */
+import { flush } from "./panel-edits.js";
 import * as store from "./store.js";
 
 const TABS = ["properties", "recipe", "testrun", "tests", "versions", "triggers"];
@@ -39,6 +40,7 @@ function loadTab(name) {
 
 /** Show the tab `name`, loading its content unless `load` is false. */
 export function showTab(name, load) {
+  flush(); // what was typed in the tab left applies
   TABS.forEach((tab) => {
     const button = document.getElementById("tab-" + tab);
     const on = tab === name;

@@ -6,8 +6,13 @@ from typing import Any
 
 
 def apply_panel(page: Any) -> None:
-    click_settled(page, "#panel button.primary[type=submit]")
-    page.wait_for_selector("#panel .applied")
+    """Wait for what was typed in the Properties panel to apply, as it does a moment after."""
+    wait_applied(page, "#panel")
+
+
+def wait_applied(page: Any, panel: str) -> None:
+    wait_settled(page)
+    page.wait_for_selector(f"{panel} .panel-state.applied")
 
 
 def add_step(page: Any, kind: str) -> None:

@@ -52,8 +52,9 @@ def test_an_author_draws_a_recipe_saves_it_and_publishes_it(
     page.click("#panel .chip[data-insert='step1_response']")
     assert page.input_value("#panel [name=prompt]") == "{step1_response}"
     page.fill("#panel [name=prompt]", "Polish this: {step1_response} {tone}")
-    page.wait_for_selector("#prompt-check .warn")
-    assert "{tone}: not an input" in page.inner_text("#prompt-check")
+    error = page.wait_for_selector("#panel .prompt-editor .field-error")
+    assert "'tone'" in error.inner_text()
+    assert "Add `tone` as an input" in error.inner_text()
     page.fill("#panel [name=prompt]", "Polish this: {step1_response}")
     apply_panel(page)
     page.wait_for_function("document.getElementById('save-state').textContent.includes('Unsaved')")

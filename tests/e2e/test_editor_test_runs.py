@@ -16,6 +16,7 @@ from .editor_page import (
     canvas_point,
     click_settled,
     edge_classes,
+    wait_applied,
     wait_settled,
 )
 
@@ -100,8 +101,7 @@ def test_the_test_run_tab_follows_the_canvas_and_keeps_what_was_typed(
     page.click("#tab-recipe")
     page.wait_for_selector("#panel-recipe [name='inputs-1-name']")
     page.fill("#panel-recipe [name='inputs-1-name']", "tone")
-    click_settled(page, "#panel-recipe button.primary")
-    page.wait_for_selector("#panel-recipe .applied")
+    wait_applied(page, "#panel-recipe")
     page.click("#tab-testrun")
     page.wait_for_selector("#panel-testrun [name=input_tone]")
     assert page.input_value("#panel-testrun [name=input_topic]") == "a lighthouse"

@@ -22,7 +22,7 @@ from tools.models import ToolServer
 from workflows.models import Recipe
 
 from .conftest import BrowserPage
-from .editor_page import apply_panel, click_settled, wait_saved
+from .editor_page import apply_panel, click_settled, wait_saved, wait_settled
 
 pytest_plugins = ("tests.e2e.live_app",)
 pytestmark = pytest.mark.e2e
@@ -134,8 +134,7 @@ def test_a_tool_step_gets_its_argument_form_from_the_tools_schema(
     assert page.locator("#panel [name='args-a']").count() == 0
     page.fill("#panel [name='args-text']", "{topic}")
 
-    click_settled(page, "#panel button.primary[type=submit]")
-    page.wait_for_selector("#panel .applied")
+    apply_panel(page)
     step = page.evaluate("branchline.nodeByKey('write').data('step')")
     assert step["kind"] == "tool"
     assert step["tool"] == "demo.word_count"
@@ -145,7 +144,7 @@ def test_a_tool_step_gets_its_argument_form_from_the_tools_schema(
     page.select_option("#panel [name='tool-tool']", "demo.add")
     page.wait_for_selector("#panel [name='args-a']")
     page.fill("#panel [name='args-b']", "three")
-    click_settled(page, "#panel button.primary[type=submit]")
+    wait_settled(page)
     page.wait_for_selector("#panel .tool-arguments .field-error")
     errors = page.inner_text("#panel .tool-arguments")
     assert "The tool needs a: write a value." in errors
