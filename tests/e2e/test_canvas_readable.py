@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Group
 
+from editor.services import recipe_create
 from runner.services import run_start
 from workflows.demo import REVIEWER_GROUP, recipe_files
 from workflows.demo.actors import DEMO_ACTORS
@@ -333,3 +334,29 @@ def test_the_next_step_in_order_is_drawn_where_no_branch_is_always_taken(
         ["editor_review", "revise_story", "dashed"],
         ["evaluate_quality", "editor_review", "dashed"],
     ]
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_hint_of_a_new_recipe_is_drawn_clear_of_the_terminals(
+    browser_page: BrowserPage, e2e_user: Any, scheme: str
+) -> None:
+    recipe_create(user=e2e_user, name="Fresh", slug="fresh")
+    browser_page.page.emulate_media(color_scheme=scheme)
+    page = browser_page.open_editor("fresh")
+    wait_view(page)
+
+    hits = page.evaluate(
+        """() => {
+            const hint = document.getElementById('canvas-hint').getBoundingClientRect();
+            const c = document.getElementById('cy').getBoundingClientRect();
+            return branchline.cy.nodes().filter((n) => {
+                const b = n.renderedBoundingBox();
+                return b.x1 + c.left < hint.right && b.x2 + c.left > hint.left &&
+                    b.y1 + c.top < hint.bottom && b.y2 + c.top > hint.top;
+            }).map((n) => n.data('label'));
+        }"""
+    )
+
+    assert page.is_visible("#canvas-hint")
+    assert hits == []
+    browser_page.screenshot(f"new-recipe-{scheme}")
