@@ -267,16 +267,18 @@ function alwaysTaken(branch) {
  * Complete: the run succeeds). A decision tree goes where its leaves say.
  */
 function sequenceEdges(nodes) {
-  return nodes.filter((n) => n.data("step").kind !== "decision_tree").filter((n) =>
-    !branchEdges(n).some((e) => alwaysTaken(e.data("branch")))).map((n) => {
-    const i = nodes.indexOf(n);
+  const edges = [];
+  nodes.forEach((n, i) => {
+    if (n.data("step").kind === "decision_tree") return;
+    if (branchEdges(n).some((e) => alwaysTaken(e.data("branch")))) return;
     const next = i + 1 < nodes.length ? nodes[i + 1].id() : COMPLETE_ID;
-    return {
+    edges.push({
       group: "edges",
       data: { id: "seq-" + n.id(), kind: "sequence", source: n.id(), target: next, label: "" },
       classes: "sequence",
-    };
+    });
   });
+  return edges;
 }
 
 /**
@@ -329,8 +331,17 @@ export function syncEdges(cy) {
         });
       });
     });
-    cy.edges('[kind = "sequence"]').remove();
-    cy.add(sequenceEdges(nodes.toArray()));
+    // Only the arrows that changed: an edit of a big recipe redraws none of the others.
+    const wantedArrows = {};
+    sequenceEdges(nodes.toArray()).forEach((json) => {
+      wantedArrows[json.data.id] = json;
+    });
+    cy.edges('[kind = "sequence"]').forEach((edge) => {
+      const json = wantedArrows[edge.id()];
+      if (json && json.data.target === edge.target().id()) delete wantedArrows[edge.id()];
+      else edge.remove();
+    });
+    cy.add(Object.keys(wantedArrows).map((id) => wantedArrows[id]));
   });
 }
 

@@ -60,9 +60,17 @@ export function initStepActions() {
     }, LINGER_MS);
   });
   bar.addEventListener("mouseenter", () => clearTimeout(lingerTimer));
-  cy.on("select unselect remove add position viewport", place);
+  // Once a frame at most: a layout moves a thousand steps, one event each.
+  let frame = 0;
+  const placeSoon = () => {
+    if (!frame) frame = requestAnimationFrame(() => {
+      frame = 0;
+      place();
+    });
+  };
+  cy.on("select unselect remove add position viewport", placeSoon);
   store.subscribe((event) => {
-    if (event === "change") place();
+    if (event === "change") placeSoon();
   });
   addNext.addEventListener("click", () => {
     if (shown) openPalette(shown);

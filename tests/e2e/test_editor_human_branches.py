@@ -67,7 +67,7 @@ def test_one_click_adds_the_approve_reject_and_revise_branches(
     )
     assert sorted(labels) == ["approve → Publish", "reject → End", "revise → Write"]
     # Every option is handled now: the button is gone, and the branches are one undo.
-    assert page.is_hidden("#btn-review-branches")
+    page.wait_for_selector("#btn-review-branches", state="hidden")
     page.click("#btn-undo")
     assert page.evaluate(BRANCHES, "review") == []
     wait_settled(page)
