@@ -231,3 +231,11 @@ def test_it_lists_the_combinators_step_kinds_and_actions() -> None:
         "counts_as": "neutral",
     }
     assert published["action_aliases"]["RETRY_DIFFERENT_ACTOR"] == "RETRY_WITH_DIFFERENT_ACTOR"
+
+
+def test_each_condition_type_says_how_its_branch_reads_on_the_canvas() -> None:
+    words = {spec["type"]: spec["words"] for spec in catalog()["conditions"]}
+
+    assert words["default"] == "otherwise"
+    assert words["human_decision"] == "{value}"
+    assert words["ai_evaluation"] == "if {summary}"
