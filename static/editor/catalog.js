@@ -35,6 +35,7 @@ function catalog() {
       kinds: (data.steps || []).map((spec) => spec.kind),
       repeating: (data.actions || []).filter((a) => a.repeats).map((a) => a.name),
       actionAliases: data.action_aliases || {},
+      bands: data.priority_bands || [],
     };
   }
   return loaded;
@@ -145,6 +146,12 @@ export function kindTakes(kind, name) {
 export function canonicalAction(action) {
   const name = (typeof action === "string" ? action : "").trim().toUpperCase();
   return has(catalog().actionAliases, name) ? catalog().actionAliases[name] : name;
+}
+
+/** Return the lowest priority of the band `name` (`flow`: 51), or 1 for a band not known. */
+export function bandStart(name) {
+  const band = catalog().bands.find((b) => b.name === name);
+  return band ? band.low : 1;
 }
 
 /** Tell whether an action runs the step again (the branch is drawn as a loop). */

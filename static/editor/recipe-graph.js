@@ -7,7 +7,7 @@
  * unchanged. Edges are drawn where a branch *leads*: @repeat and the repeat actions as a
  * self-loop, @end and END_RECIPE to the End terminal, @complete to the Complete terminal.
  */
-import { canonicalAction, conditionWords, kindLabel, kindTakes, repeats, stepKinds } from "./catalog.js";
+import { bandStart, canonicalAction, conditionWords, kindLabel, kindTakes, repeats, stepKinds } from "./catalog.js";
 
 export const END_ID = "t-end";
 export const COMPLETE_ID = "t-complete";
@@ -475,7 +475,8 @@ function stepBefore(node) {
  * Return the element JSON of the branches a human step lacks for its options, one each
  * (approve, reject and revise by default): approve goes on to the next step in order (the
  * last step's completes the run), reject ends the run, revise goes back to the step before
- * (runs the step again when there is none); any other option goes on as approve does.
+ * (runs the step again when there is none); any other option goes on as approve does. Their
+ * priorities are in the flow control band (from 51).
  */
 export function reviewBranches(node) {
   const cy = node.cy();
@@ -510,7 +511,8 @@ export function reviewBranches(node) {
     branch.action = action;
     delete branch.params;
     if (target.same(node)) branch.target = "@repeat";
-    // Each after the one before it: newBranch numbers from the branches already drawn.
+    // A reviewer's decision steers the run: in the flow control band, each after the one before.
+    branch.priority = Math.max(branch.priority, bandStart("flow"));
     while (json.some((e) => e.data.branch.priority === branch.priority) || branchEdges(node).some((e) => e.data("branch").priority === branch.priority)) {
       branch.priority += 1;
     }

@@ -62,6 +62,12 @@ def test_one_click_adds_the_approve_reject_and_revise_branches(
         ["rejected", "reject", "END_RECIPE", "@end"],
         ["revise", "revise", "CONTINUE", "write"],
     ]
+    # In the flow control band (51-100), as a decision that steers the run is.
+    priorities = page.evaluate(
+        "branchline.nodeByKey('review').outgoers('edge[kind = \"branch\"]')"
+        ".map((e) => e.data('branch').priority)"
+    )
+    assert sorted(priorities) == [51, 52, 53]
     labels = page.evaluate(
         "branchline.nodeByKey('review').outgoers('edge[kind = \"branch\"]').map((e) => e.data('label'))"
     )

@@ -239,3 +239,10 @@ def test_each_condition_type_says_how_its_branch_reads_on_the_canvas() -> None:
     assert words["default"] == "otherwise"
     assert words["human_decision"] == "{value}"
     assert words["ai_evaluation"] == "if {summary}"
+
+
+def test_it_publishes_the_bands_of_branch_priorities() -> None:
+    bands = {b["name"]: b for b in catalog()["priority_bands"]}
+
+    assert bands["flow"] == {"name": "flow", "label": "Flow control", "low": 51, "high": 100}
+    assert bands["defaults"]["high"] is None
