@@ -148,6 +148,12 @@ export function canonicalAction(action) {
   return has(catalog().actionAliases, name) ? catalog().actionAliases[name] : name;
 }
 
+/** Tell whether a condition always holds: of the `default` type, under any of its names. */
+export function alwaysHolds(when) {
+  const type = when && typeof when === "object" ? when.type : undefined;
+  return typeof type === "string" && has(catalog().types, type) && catalog().types[type].type === "default";
+}
+
 /** Return the lowest priority of the band `name` (`flow`: 51), or 1 for a band not known. */
 export function bandStart(name) {
   const band = catalog().bands.find((b) => b.name === name);

@@ -7,7 +7,7 @@
  * unchanged. Edges are drawn where a branch *leads*: @repeat and the repeat actions as a
  * self-loop, @end and END_RECIPE to the End terminal, @complete to the Complete terminal.
  */
-import { bandStart, canonicalAction, conditionWords, kindLabel, kindTakes, repeats, stepKinds } from "./catalog.js";
+import { alwaysHolds, bandStart, canonicalAction, conditionWords, kindLabel, kindTakes, repeats, stepKinds } from "./catalog.js";
 
 export const END_ID = "t-end";
 export const COMPLETE_ID = "t-complete";
@@ -257,8 +257,7 @@ function leafNames(tree) {
 
 /** Tell whether a branch is always taken when it is reached: an active `default` one. */
 function alwaysTaken(branch) {
-  const type = branch && branch.when && branch.when.type;
-  return branch.active !== false && (type === "default" || type === "always");
+  return !!branch && branch.active !== false && alwaysHolds(branch.when);
 }
 
 /**
