@@ -10,7 +10,7 @@ import pytest
 
 from tests.editor.conftest import story_document
 from workflows.models import Recipe
-from workflows.services import recipe_import
+from workflows.services import recipe_import, recipe_publish
 
 from .conftest import BrowserPage
 from .editor_page import canvas_point, wait_settled
@@ -72,6 +72,13 @@ def test_one_click_adds_the_approve_reject_and_revise_branches(
         "branchline.nodeByKey('review').outgoers('edge[kind = \"branch\"]').map((e) => e.data('label'))"
     )
     assert sorted(labels) == ["approve → Publish", "reject → End", "revise → Write"]
+    # Each is an ordinary branch, edited in the panel: the reviewer's choice is a menu.
+    page.click('#outline [data-path="steps[1].branches[2]"]')
+    page.wait_for_selector("#panel select[name=c-value]")
+    options = page.eval_on_selector_all(
+        "#panel select[name=c-value] option", "(os) => os.map((o) => o.value)"
+    )
+    assert options == ["", "approve", "reject", "revise"]
     # Every option is handled now: the button is gone, and the branches are one undo.
     page.wait_for_selector("#btn-review-branches", state="hidden")
     page.click("#btn-undo")
@@ -153,3 +160,17 @@ def test_the_toolbar_is_one_row_with_publish_and_run_even_when_saved_with_an_err
     page.click("#btn-publish")
     page.wait_for_selector("#panel-versions [name=note]")
     assert page.evaluate("document.activeElement.name") == "note"
+
+
+def test_run_opens_the_run_page_once_a_version_is_published(
+    browser_page: BrowserPage, story: Recipe, e2e_user: Any
+) -> None:
+    page = browser_page.open_editor(story.slug)
+    page.click("#btn-run")
+    page.wait_for_selector("#panel-testrun:not([hidden]) form")
+
+    recipe_publish(recipe=story, user=e2e_user)
+    page = browser_page.open_editor(story.slug)
+    page.click("#btn-run")
+
+    page.wait_for_url(f"**/recipes/{story.slug}/run/")
