@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django import forms
@@ -24,7 +24,7 @@ from .condition_tree import (
     tree_apply,
     unbound_node,
 )
-from .document import DocumentContext, errors_under
+from .document import DocumentContext, errors_under, human_options
 from .fields import PrettyJSONField, as_text, normalise_newlines
 
 
@@ -246,6 +246,9 @@ class BranchPanel:
     result: dict[str, Any] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
+        # The reviewer's choice on a branch of a human step is picked from the step's options.
+        step = self.context.steps[self.step_index]
+        self.context = replace(self.context, step_options=human_options(step))
         kwargs = {
             "context": self.context,
             "step_index": self.step_index,

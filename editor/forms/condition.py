@@ -60,13 +60,33 @@ def _number(text: str) -> int | float | None:
     return number if number == number and abs(number) != float("inf") else None
 
 
-def _form_field(field: dict[str, Any], operator: str, context: DocumentContext) -> forms.Field:
+# The condition type whose value is an option of the human step the branch leaves.
+REVIEWER_CHOICE = ("human_decision", "value")
+
+
+def _option_field(options: tuple[str, ...], current: str, common: dict[str, Any]) -> forms.Field:
+    """Return the menu of a human step's options; a value it does not list (several options,
+    `approve|revise`, or one the step no longer has) stays in it as written."""
+    choices = [(o, o) for o in options]
+    if current and current not in options:
+        choices.append((current, current))
+    blank = [("", "— pick an option")]
+    return forms.ChoiceField(
+        choices=blank + choices, **{**common, "help_text": "The reviewer's choice."}
+    )
+
+
+def _form_field(
+    field: dict[str, Any], operator: str, context: DocumentContext, kind: str, current: str
+) -> forms.Field:
     """Return the form field that edits a catalog field, by its kind."""
     common: dict[str, Any] = {
         "label": field["label"],
         "help_text": field["help"],
         "required": field["required"],
     }
+    if (kind, field["name"]) == REVIEWER_CHOICE and context.step_options:
+        return _option_field(context.step_options, current, common)
     if is_flag(field, operator):
         return forms.ChoiceField(choices=[("true", "true"), ("false", "false")], **common)
     if is_multiple(field):
@@ -115,7 +135,8 @@ class ConditionForm(forms.Form):
         self.fields["operator"].choices = blank + [(o, labels[o]) for o in operators]
         operator = self._posted("operator")
         for field in self.spec["fields"] if self.spec else []:
-            self.fields[field["name"]] = _form_field(field, operator, context)
+            current = self._posted(field["name"])
+            self.fields[field["name"]] = _form_field(field, operator, context, self.kind, current)
             if isinstance(field["default"], bool) and field["kind"] != "boolean":
                 # The operator decides what the field holds: a new one shows it anew.
                 self.fields["operator"].widget.attrs["data-refresh"] = "true"

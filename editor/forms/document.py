@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from workflows.engine.vocabulary import DEFAULT_HUMAN_OPTIONS
+
 
 def _document_path(path: str) -> list[str]:
     """Split `steps[1].branches[0].when.value` into `['steps', '1', 'branches', '0', ...]`."""
@@ -29,6 +31,8 @@ class DocumentContext:
     """The document a panel edits, with what its forms offer as choices."""
 
     document: dict[str, Any]
+    # The options a reviewer picks from on the step whose branch is edited (a human step's).
+    step_options: tuple[str, ...] | None = None
 
     @property
     def steps(self) -> list[dict[str, Any]]:
@@ -46,3 +50,14 @@ class DocumentContext:
 
     def alias_choices(self, blank: str = "—") -> list[tuple[str, str]]:
         return [("", blank)] + [(a, f"{a} → {ref}") for a, ref in self.actors.items()]
+
+
+def human_options(step: dict[str, Any]) -> tuple[str, ...] | None:
+    """Return the options a human step offers its reviewer (the engine's default ones when it
+    names none); None for any other kind of step."""
+    if step.get("kind") != "human":
+        return None
+    options = step.get("options")
+    if isinstance(options, list) and options and all(isinstance(o, str) for o in options):
+        return tuple(options)
+    return DEFAULT_HUMAN_OPTIONS

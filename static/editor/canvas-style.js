@@ -7,11 +7,15 @@
  * NODE_FONT × MIN_FIT_ZOOM ≥ 11 px on screen. Zoomed out further, labels give way to the cards'
  * colours and icons (level of detail) rather than drawing unreadable text.
  */
-export const NODE_FONT = 15;
-export const EDGE_FONT = 13;
+export const NODE_FONT = 16;
+export const EDGE_FONT = 14;
+/** How wide a branch label is drawn before it wraps: narrower than the layout's rank gap. */
+export const EDGE_LABEL_WIDTH = 112;
 /** The smallest zoom of the initial fit (and of `fit`): node labels at ≥ 11 px on screen. */
 export const MIN_FIT_ZOOM = 0.8;
 export const MAX_FIT_ZOOM = 1.2;
+/** The smallest zoom at which a fit still shows the whole graph (node labels ≥ 8 px). */
+export const WHOLE_FIT_ZOOM = 0.5;
 
 // Each kind's 24×24 icon (stroked paths, drawn in the kind's colour).
 const ICONS = {
@@ -218,6 +222,8 @@ export function canvasStyle(scheme = colourScheme()) {
         "target-arrow-color": c.edge, label: "data(label)", "font-size": EDGE_FONT, "text-wrap": "wrap",
         "text-background-color": c.labelBg, "text-background-opacity": 0.92, "text-background-padding": 2,
         "text-background-shape": "roundrectangle", "min-zoomed-font-size": 8, color: c.edgeText, "arrow-scale": 0.9,
+        // Labels in words wrap to fit between two steps a layout rank apart.
+        "text-max-width": EDGE_LABEL_WIDTH,
         // Parallel branches fan out far enough apart for their two-line labels to clear each other.
         "control-point-step-size": 84,
       },
@@ -230,6 +236,8 @@ export function canvasStyle(scheme = colourScheme()) {
       style: { "text-opacity": 1, "text-background-opacity": 0.92, "z-index-compare": "manual", "z-index": 20 },
     },
     { selector: "edge.inactive", style: { "line-style": "dotted", opacity: 0.55 } },
+    // The implicit next step (recipe-graph.js sequenceEdges): where a step goes when no branch is taken.
+    { selector: "edge.sequence", style: { "line-style": "dashed", "line-dash-pattern": [6, 4], width: 1.3, "line-color": c.edge, "target-arrow-color": c.edge, "target-arrow-shape": "vee", label: "" } },
     { selector: "edge.leaf", style: { "line-style": "dashed", "line-color": c.leaf.line, "target-arrow-color": c.leaf.line, "font-style": "italic", color: c.leaf.text } },
     { selector: ".has-warning", style: { "border-color": c.warning, "line-color": c.warning, "target-arrow-color": c.warning } },
     { selector: ".has-error", style: { "border-color": c.error, "line-color": c.error, "target-arrow-color": c.error, "border-style": "dashed" } },
@@ -252,4 +260,4 @@ export function canvasStyle(scheme = colourScheme()) {
 /** The sizes are the same in every scheme: the layout, and its cache's key, read this sheet. */
 export const LAYOUT_STYLE = canvasStyle("light");
 
-export const LAYOUT = { name: "dagre", rankDir: "LR", nodeSep: 34, rankSep: 110, edgeSep: 14, fit: true, padding: 30, animate: false };
+export const LAYOUT = { name: "dagre", rankDir: "LR", nodeSep: 34, rankSep: 140, edgeSep: 14, fit: true, padding: 30, animate: false };

@@ -5,7 +5,7 @@
  * labels that would pile up shown on hover, the navigator kept clear of the steps, and the
  * tooltip of a branch.
  */
-import { canvasStyle, LAYOUT, LAYOUT_STYLE, MAX_FIT_ZOOM, MIN_FIT_ZOOM, onColourSchemeChange } from "./canvas-style.js";
+import { canvasStyle, LAYOUT, LAYOUT_STYLE, MAX_FIT_ZOOM, MIN_FIT_ZOOM, onColourSchemeChange, WHOLE_FIT_ZOOM } from "./canvas-style.js";
 import { summarize } from "./catalog.js";
 import { layOutOnOpen } from "./layout.js";
 import { branchEdges, COMPLETE_ID, END_ID, syncEdges } from "./recipe-graph.js";
@@ -64,9 +64,10 @@ function nodesBox(cy) {
 }
 
 /**
- * Fit the graph in the view at a zoom where its labels can be read: between MIN_FIT_ZOOM and
- * MAX_FIT_ZOOM. A graph too big for that is shown from its start (left, and top when it is
- * also too tall) rather than shrunk to unreadable text; the navigator shows the rest.
+ * Fit the whole graph in the view, at most at MAX_FIT_ZOOM; readable from MIN_FIT_ZOOM, and
+ * still whole down to WHOLE_FIT_ZOOM (a narrow window) rather than cut off. A graph too big
+ * even for that is shown from its start (left, and top when it is also too tall) at
+ * MIN_FIT_ZOOM rather than shrunk to unreadable text; the navigator shows the rest.
  */
 export function fitReadable(cy) {
   const eles = cy.elements();
@@ -75,7 +76,8 @@ export function fitReadable(cy) {
   if (eles.empty() || !w || !h) return;
   const bb = eles.length > BIG ? nodesBox(cy) : eles.boundingBox();
   const room = { w: w - 2 * FIT_PADDING, h: h - 2 * FIT_PADDING };
-  const zoom = Math.max(MIN_FIT_ZOOM, Math.min(MAX_FIT_ZOOM, room.w / bb.w, room.h / bb.h));
+  const whole = Math.min(MAX_FIT_ZOOM, room.w / bb.w, room.h / bb.h);
+  const zoom = whole >= WHOLE_FIT_ZOOM ? whole : MIN_FIT_ZOOM;
   const place = (size, start, span) => (size * zoom <= span ? (span + 2 * FIT_PADDING - size * zoom) / 2 : FIT_PADDING) - start * zoom;
   fitting = true;
   try {
@@ -276,7 +278,7 @@ function labelledEdges(cy) {
 
 /**
  * Keep branch labels from piling up: a label that would overlap one drawn before it (branches
- * in step order, then priority), or a step it does not join (it would be drawn under it), is
+ * in step order, then priority), or any node (it would be drawn under it), is
  * hidden and shown on hover, where the tooltip also names it. Parallel branches are fanned out
  * by the style; this catches what fanning out cannot.
  */
@@ -286,11 +288,12 @@ export function spreadEdgeLabels(cy) {
   edges.removeClass("label-crowded");
   const all = cy.edges().length <= ALL_UP_TO;
   const nodes = (all ? cy.nodes() : edges.connectedNodes()).map((n) => ({ node: n, box: n.boundingBox({ includeLabels: false, includeOverlays: false }) }));
-  const underNode = (edge, box) => nodes.some((n) => !n.node.same(edge.source()) && !n.node.same(edge.target()) && boxesMeet(n.box, box));
+  // Nodes are drawn over edges: a label meeting any node, its own ends too, would be cut.
+  const underNode = (box) => nodes.some((n) => boxesMeet(n.box, box));
   const drawn = [];
   edges.forEach((edge) => {
     const box = labelBox(edge);
-    if (drawn.some((b) => boxesMeet(b, box)) || underNode(edge, box)) edge.addClass("label-crowded");
+    if (drawn.some((b) => boxesMeet(b, box)) || underNode(box)) edge.addClass("label-crowded");
     else drawn.push(box);
   });
 }
@@ -378,6 +381,10 @@ function showTips(cy) {
       if (edge.data("runReason")) text += "\n" + edge.data("runReason");
     } else if (edge.data("kind") === "leaf") {
       text = edge.data("label");
+    } else if (edge.data("kind") === "sequence") {
+      text = edge.target().data("kind") === "terminal"
+        ? "When no branch is taken, the run finishes here (Complete)."
+        : "When no branch is taken, the run goes on to the next step in order.";
     } else {
       return;
     }

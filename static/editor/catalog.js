@@ -35,6 +35,7 @@ function catalog() {
       kinds: (data.steps || []).map((spec) => spec.kind),
       repeating: (data.actions || []).filter((a) => a.repeats).map((a) => a.name),
       actionAliases: data.action_aliases || {},
+      bands: data.priority_bands || [],
     };
   }
   return loaded;
@@ -68,17 +69,25 @@ function fieldValue(field, when) {
   return key === undefined ? undefined : when[key];
 }
 
-function plainSummary(spec, when, op) {
+// Fill a summary-like template with the condition's values (`extra` names more placeholders).
+function fillTemplate(spec, when, op, template, extra) {
   const canonical = has(spec.operator_aliases, op) ? spec.operator_aliases[op] : op;
   const operator = spec.operators.find((o) => o.name === canonical);
-  const name = operator ? operator.name : op;
-  const template = has(spec.summary, name) ? spec.summary[name] : spec.summary["*"] || "";
   return template.replace(PLACEHOLDER, (match, key, raw) => {
+    if (extra && has(extra, key)) return extra[key];
     if (key === "symbol") return operator ? operator.symbol : op;
     const field = spec.fields.find((f) => f.name === key);
     const text = valueText(field ? fieldValue(field, when) : when[key]);
     return field && !raw && has(field.display, text) ? field.display[text] : text;
   });
+}
+
+function plainSummary(spec, when, op) {
+  const canonical = has(spec.operator_aliases, op) ? spec.operator_aliases[op] : op;
+  const operator = spec.operators.find((o) => o.name === canonical);
+  const name = operator ? operator.name : op;
+  const template = has(spec.summary, name) ? spec.summary[name] : spec.summary["*"] || "";
+  return fillTemplate(spec, when, op, template);
 }
 
 function summaryOf(when, nested) {
@@ -104,6 +113,18 @@ export function summarize(when) {
   return chars.length <= MAX_SUMMARY ? chars.join("") : chars.slice(0, MAX_SUMMARY - 1).join("") + "…";
 }
 
+/**
+ * Return how a branch with condition `when` reads before "→ target": its type's `words`
+ * template (`if {summary}`, `otherwise`, `{value}`), or "if " and the summary of a combination.
+ */
+export function conditionWords(when) {
+  const summary = summarize(when);
+  const type = when && typeof when === "object" ? when.type : undefined;
+  const spec = typeof type === "string" && has(catalog().types, type) ? catalog().types[type] : null;
+  if (!spec || !spec.words || combinator(type, when.operator)) return "if " + summary;
+  return fillTemplate(spec, when, typeof when.operator === "string" ? when.operator : "", spec.words, { summary: summary });
+}
+
 /** Return the label of a step kind, as the canvas shows it. */
 export function kindLabel(kind) {
   const spec = catalog().steps[kind];
@@ -125,6 +146,18 @@ export function kindTakes(kind, name) {
 export function canonicalAction(action) {
   const name = (typeof action === "string" ? action : "").trim().toUpperCase();
   return has(catalog().actionAliases, name) ? catalog().actionAliases[name] : name;
+}
+
+/** Tell whether a condition always holds: of the `default` type, under any of its names. */
+export function alwaysHolds(when) {
+  const type = when && typeof when === "object" ? when.type : undefined;
+  return typeof type === "string" && has(catalog().types, type) && catalog().types[type].type === "default";
+}
+
+/** Return the lowest priority of the band `name` (`flow`: 51), or 1 for a band not known. */
+export function bandStart(name) {
+  const band = catalog().bands.find((b) => b.name === name);
+  return band ? band.low : 1;
 }
 
 /** Tell whether an action runs the step again (the branch is drawn as a loop). */

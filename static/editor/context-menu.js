@@ -1,6 +1,6 @@
 /*
  * context-menu.js: right-click menus on the canvas (cytoscape-context-menus): on a step, edit,
- * copy, duplicate or delete it; on a branch, edit or delete it; on the empty canvas, add a step
+ * copy, duplicate or delete it (on a human step, add its review branches); on a branch, edit or delete it; on the empty canvas, add a step
  * of a kind or paste right there, fit or lay out. Each item calls the function the tool bar,
  * palette and keys call too. The palette offers the same to the keyboard.
  */
@@ -8,7 +8,7 @@ import { selectElement } from "./canvas.js";
 import { stepKinds, kindLabel } from "./catalog.js";
 import { canPaste, copySelection, duplicateSelection, paste } from "./clipboard.js";
 import * as store from "./store.js";
-import { addStep, deleteSelected } from "./toolbar.js";
+import { addReviewBranches, addStep, deleteSelected } from "./toolbar.js";
 
 const STEP = 'node[kind = "step"]';
 const BRANCH = 'edge[kind = "branch"]';
@@ -29,6 +29,7 @@ function items() {
     { id: "cm-edit", content: "Edit", selector: STEP + ", " + BRANCH, onClickFunction: onTarget(() => {}) },
     { id: "cm-copy", content: "Copy", selector: STEP, onClickFunction: onTarget(copySelection) },
     { id: "cm-duplicate", content: "Duplicate", selector: STEP, onClickFunction: onTarget(duplicateSelection) },
+    { id: "cm-review", content: "Add approve / reject / revise branches", selector: 'node[kind = "step"][stepKind = "human"]', onClickFunction: onTarget((evt) => addReviewBranches(evt.target)) },
     { id: "cm-delete", content: "Delete", selector: STEP + ", " + BRANCH, hasTrailingDivider: false, onClickFunction: onTarget(deleteSelected) },
     {
       id: "cm-add", content: "Add a step here", coreAsWell: true, selector: "",

@@ -25,6 +25,10 @@ const list = document.getElementById("palette-list");
 const opener = document.getElementById("btn-palette");
 const status = document.getElementById("palette-status");
 let returnFocus = null;
+// The step a "+" opened the palette for: the kind picked is added after it, connected to it.
+let addAfter = null;
+const help = palette.querySelector(".palette-help");
+const HELP = help.textContent;
 
 const hasSteps = () => store.graph().nodes(':selected[kind = "step"]').nonempty();
 const hasSelection = () => store.graph().elements(":selected").filter('[kind = "step"], [kind = "branch"]').nonempty();
@@ -68,6 +72,8 @@ function hint(li, text) {
 // Steps and commands are listed afresh at each opening; the kinds stay (the page lists them).
 function fill() {
   list.querySelectorAll(".palette-item.dynamic").forEach((li) => li.remove());
+  help.textContent = addAfter ? "Pick the kind of the step to add after “" + (addAfter.data("step").name || addAfter.data("key")) + "”, connected to it." : HELP;
+  if (addAfter) return; // kinds only
   stepNodes(store.graph()).forEach((node) => {
     const step = node.data("step");
     const li = option("step-" + node.id(), "Go to " + (step.name || node.data("key")), "step " + node.data("key"), "dynamic goto");
@@ -123,13 +129,14 @@ function filter() {
   setActive(shown[0] || null);
 }
 
-/** Open the palette with the search focused. */
-export function openPalette() {
-  if (!palette.hidden) {
+/** Open the palette with the search focused; with `after` (a step), to add the step after it. */
+export function openPalette(after) {
+  if (!palette.hidden && !after) {
     search.focus();
     return;
   }
-  returnFocus = document.activeElement;
+  if (palette.hidden) returnFocus = document.activeElement;
+  addAfter = after || null;
   fill();
   search.value = "";
   palette.hidden = false;
@@ -142,6 +149,7 @@ export function openPalette() {
 export function closePalette(keepFocus) {
   if (palette.hidden) return;
   palette.hidden = true;
+  addAfter = null;
   opener.setAttribute("aria-expanded", "false");
   setActive(null);
   if (!keepFocus && returnFocus && document.contains(returnFocus)) returnFocus.focus();
@@ -150,9 +158,10 @@ export function closePalette(keepFocus) {
 
 function choose(li) {
   if (!li) return;
+  const after = addAfter;
   closePalette(true);
   if (li.dataset.addStep) {
-    addStep(li.dataset.addStep);
+    addStep(li.dataset.addStep, undefined, after && after.inside() ? after : undefined);
   } else if (li.dataset.goto) {
     selectElement(li.dataset.goto);
   } else if (li.dataset.command) {

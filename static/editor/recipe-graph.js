@@ -7,7 +7,7 @@
  * unchanged. Edges are drawn where a branch *leads*: @repeat and the repeat actions as a
  * self-loop, @end and END_RECIPE to the End terminal, @complete to the Complete terminal.
  */
-import { canonicalAction, kindLabel, kindTakes, repeats, stepKinds, summarize } from "./catalog.js";
+import { alwaysHolds, bandStart, canonicalAction, conditionWords, kindLabel, kindTakes, repeats, stepKinds } from "./catalog.js";
 
 export const END_ID = "t-end";
 export const COMPLETE_ID = "t-complete";
@@ -26,12 +26,32 @@ function text(value) {
   return typeof value === "string" ? value : "";
 }
 
-function number(value) {
-  return value === undefined || value === null ? "?" : String(value);
+/**
+ * Return a branch's label in words: when it is taken and where it leads, "if judge < 7 →
+ * Human check", "otherwise → Draft", "approve → Publish". `to` is the words of its target
+ * (`targetWords`); the engine's code (priority, action, target) is in the tooltip and panel.
+ */
+export function edgeLabel(branch, to) {
+  return conditionWords(branch.when) + " → " + to;
 }
 
-export function edgeLabel(branch) {
-  return number(branch.priority) + " · " + summarize(branch.when) + "\n" + text(branch.action);
+/** Return where a branch leads (`visualTarget`) in words: a step's name, End, Complete, again. */
+export function targetWords(visual, nameByKey) {
+  if (visual === "@repeat") return "again";
+  if (visual === "@end") return "End";
+  if (visual === "@complete") return "Complete";
+  if (!visual) return "no target";
+  return Object.prototype.hasOwnProperty.call(nameByKey, visual) ? nameByKey[visual] : visual + " (missing)";
+}
+
+// Each step's key → the name a branch label calls it by (its name, else its key).
+function namesByKey(steps) {
+  const names = Object.create(null);
+  steps.forEach((step) => {
+    const key = text(step.key);
+    if (key && !(key in names)) names[key] = text(step.name) || key;
+  });
+  return names;
 }
 
 // What a card names beside its kind: the actor, or what a kind that asks none works by.
@@ -50,9 +70,8 @@ export function nodeLabel(step) {
 /** Redraw an element's label and classes from its data, after the data changed. */
 export function refreshElement(ele) {
   if (ele.data("kind") === "branch") {
-    const branch = ele.data("branch");
-    ele.data("label", edgeLabel(branch));
-    ele.toggleClass("inactive", branch.active === false);
+    // Its label names its target: syncEdges writes it, once the edge leads there.
+    ele.toggleClass("inactive", ele.data("branch").active === false);
   } else if (ele.data("kind") === "step") {
     const step = ele.data("step");
     const kind = step.kind || "llm";
@@ -133,6 +152,7 @@ export function toElements(doc) {
     nodes.push(node);
   });
   const lastKey = nodes.length ? nodes[nodes.length - 1].data.key : "";
+  const names = namesByKey(steps);
   const missing = {};
   nodes.forEach((node, i) => {
     const source = node.data.id;
@@ -148,7 +168,7 @@ export function toElements(doc) {
         group: "edges",
         data: {
           id: newId("b"), kind: "branch", source: source, target: target,
-          branch: clone(branch), seq: j, label: edgeLabel(branch),
+          branch: clone(branch), seq: j, label: edgeLabel(branch, targetWords(visual, names)),
         },
         classes: "branch",
       });
@@ -235,9 +255,35 @@ function leafNames(tree) {
   return names;
 }
 
+/** Tell whether a branch is always taken when it is reached: an active `default` one. */
+function alwaysTaken(branch) {
+  return !!branch && branch.active !== false && alwaysHolds(branch.when);
+}
+
 /**
- * Point every branch edge at where its branch leads now, keep placeholder nodes for missing
- * targets, and redraw the dashed leaf edges of decision trees. Call after any data change.
+ * Return the elements of the dashed arrows of the implicit next step: a step none of whose
+ * branches is always taken goes on to the next step in order when none is (the last one to
+ * Complete: the run succeeds). A decision tree goes where its leaves say.
+ */
+function sequenceEdges(nodes) {
+  const edges = [];
+  nodes.forEach((n, i) => {
+    if (n.data("step").kind === "decision_tree") return;
+    if (branchEdges(n).some((e) => alwaysTaken(e.data("branch")))) return;
+    const next = i + 1 < nodes.length ? nodes[i + 1].id() : COMPLETE_ID;
+    edges.push({
+      group: "edges",
+      data: { id: "seq-" + n.id(), kind: "sequence", source: n.id(), target: next, label: "" },
+      classes: "sequence",
+    });
+  });
+  return edges;
+}
+
+/**
+ * Point every branch edge at where its branch leads now and label it in words, keep
+ * placeholder nodes for missing targets, and redraw the dashed leaf edges of decision trees
+ * and of the implicit next step. Call after any data change.
  */
 export function syncEdges(cy) {
   const nodes = stepNodes(cy);
@@ -245,6 +291,7 @@ export function syncEdges(cy) {
   nodes.forEach((n) => {
     if (!(n.data("key") in idByKey)) idByKey[n.data("key")] = n.id();
   });
+  const names = namesByKey(nodes.map((n) => n.data("step")));
   const lastKey = nodes.length ? nodes[nodes.length - 1].data("key") : "";
   cy.batch(() => {
     nodes.forEach((n, i) => n.toggleClass("first", i === 0));
@@ -261,6 +308,8 @@ export function syncEdges(cy) {
         }
       }
       if (edge.target().id() !== target) edge.move({ target: target });
+      const label = edgeLabel(edge.data("branch"), targetWords(visual, names));
+      if (edge.data("label") !== label) edge.data("label", label);
     });
     cy.nodes('[kind = "missing"]').forEach((n) => {
       if (!wanted[n.id()]) n.remove();
@@ -281,6 +330,17 @@ export function syncEdges(cy) {
         });
       });
     });
+    // Only the arrows that changed: an edit of a big recipe redraws none of the others.
+    const wantedArrows = {};
+    sequenceEdges(nodes.toArray()).forEach((json) => {
+      wantedArrows[json.data.id] = json;
+    });
+    cy.edges('[kind = "sequence"]').forEach((edge) => {
+      const json = wantedArrows[edge.id()];
+      if (json && json.data.target === edge.target().id()) delete wantedArrows[edge.id()];
+      else edge.remove();
+    });
+    cy.add(Object.keys(wantedArrows).map((id) => wantedArrows[id]));
   });
 }
 
@@ -338,6 +398,14 @@ export function newStep(cy, meta, kind, position) {
 
 /** Return the element JSON of a new branch from `source` to `target` (a node). */
 export function newBranch(source, target) {
+  return branchTo(source, { id: target.id(), key: target.data("key"), self: target.same(source) });
+}
+
+/**
+ * Return the element JSON of a new branch from `source` to the node `to` describes (its `id`,
+ * its step `key`, whether it is `self`, the source): a node that may not be drawn yet.
+ */
+export function branchTo(source, to) {
   const names = {};
   const priorities = {};
   let top = 0;
@@ -351,18 +419,18 @@ export function newBranch(source, target) {
   while (priorities[priority]) priority += 1;
   let branch;
   let base;
-  if (target.same(source)) {
+  if (to.self) {
     base = "retry";
     branch = { when: { type: "default" }, action: "REQUEST_MORE_DETAIL", target: "@repeat", params: { max_retries: 2 } };
-  } else if (target.id() === END_ID) {
+  } else if (to.id === END_ID) {
     base = "stop";
     branch = { when: { type: "default" }, action: "END_RECIPE", target: "@end" };
-  } else if (target.id() === COMPLETE_ID) {
+  } else if (to.id === COMPLETE_ID) {
     base = "finish";
     branch = { when: { type: "default" }, action: "CONTINUE", target: "@complete" };
   } else {
-    base = "to_" + target.data("key");
-    branch = { when: { type: "default" }, action: "CONTINUE", target: target.data("key") };
+    base = "to_" + to.key;
+    branch = { when: { type: "default" }, action: "CONTINUE", target: to.key };
   }
   let name = base;
   let n = 2;
@@ -375,11 +443,94 @@ export function newBranch(source, target) {
   return {
     group: "edges",
     data: {
-      id: newId("b"), kind: "branch", source: source.id(), target: target.id(),
-      branch: doc, seq: 1000 + counter, label: edgeLabel(doc),
+      id: newId("b"), kind: "branch", source: source.id(), target: to.id,
+      branch: doc, seq: 1000 + counter, label: "", // syncEdges writes it
+
     },
     classes: "branch",
   };
+}
+
+// The options a human step offers when it names none (the engine's DEFAULT_HUMAN_OPTIONS).
+const DEFAULT_OPTIONS = ["approve", "reject", "revise"];
+
+/** Return the options a human step's reviewer picks from. */
+export function humanOptions(step) {
+  const given = step && Array.isArray(step.options) ? step.options.filter((o) => typeof o === "string" && o) : [];
+  return given.length ? given : DEFAULT_OPTIONS;
+}
+
+// The step a reviewer's revision goes back to: one whose branch leads here, else the one
+// before in order; none for the first step.
+function stepBefore(node) {
+  const nodes = stepNodes(node.cy());
+  const from = node.incomers('edge[kind = "branch"], edge[kind = "sequence"]').sources('[kind = "step"]').filter((n) => !n.same(node));
+  if (from.nonempty()) return from.sort((a, b) => b.data("order") - a.data("order")).first();
+  const i = nodes.indexOf(node);
+  return i > 0 ? nodes[i - 1] : null;
+}
+
+/**
+ * Return the element JSON of the branches a human step lacks for its options, one each
+ * (approve, reject and revise by default): approve goes on to the next step in order (the
+ * last step's completes the run), reject ends the run, revise goes back to the step before
+ * (runs the step again when there is none); any other option goes on as approve does. Their
+ * priorities are in the flow control band (from 51).
+ */
+export function reviewBranches(node) {
+  const cy = node.cy();
+  const nodes = stepNodes(cy);
+  const i = nodes.indexOf(node);
+  const next = i >= 0 && i + 1 < nodes.length ? nodes[i + 1] : null;
+  const before = stepBefore(node);
+  const handled = {};
+  branchEdges(node).forEach((e) => {
+    const when = e.data("branch").when || {};
+    if (when.type === "human_decision") String(when.value || "").split("|").forEach((o) => {
+      handled[o.trim().toLowerCase()] = true;
+    });
+  });
+  const json = [];
+  humanOptions(node.data("step")).filter((o) => !handled[o.toLowerCase()]).forEach((option) => {
+    let target;
+    let action = "CONTINUE";
+    if (option === "reject") {
+      target = cy.getElementById(END_ID);
+      action = "END_RECIPE";
+    } else if (option === "revise") {
+      target = before || node;
+    } else {
+      target = next || cy.getElementById(COMPLETE_ID);
+      if (!next) action = "QUALITY_APPROVED";
+    }
+    const edge = newBranch(node, target);
+    const branch = edge.data.branch;
+    branch.name = uniqueBranchName(node, json, option === "approve" ? "approved" : option === "reject" ? "rejected" : option);
+    branch.when = { type: "human_decision", operator: "user_choice", value: option };
+    branch.action = action;
+    delete branch.params;
+    if (target.same(node)) branch.target = "@repeat";
+    // A reviewer's decision steers the run: in the flow control band, each after the one before.
+    branch.priority = Math.max(branch.priority, bandStart("flow"));
+    while (json.some((e) => e.data.branch.priority === branch.priority) || branchEdges(node).some((e) => e.data("branch").priority === branch.priority)) {
+      branch.priority += 1;
+    }
+    json.push(edge);
+  });
+  return json;
+}
+
+function uniqueBranchName(node, pending, base) {
+  const taken = {};
+  branchEdges(node).forEach((e) => {
+    taken[e.data("branch").name] = true;
+  });
+  pending.forEach((e) => {
+    taken[e.data.branch.name] = true;
+  });
+  let name = base;
+  for (let n = 2; taken[name]; n += 1) name = base + "_" + n;
+  return name;
 }
 
 /** Return JSON that compares equal for equal documents, whatever the key order. */
@@ -489,7 +640,7 @@ export function pastedElements(cy, steps, offset) {
         // A target missing here starts on the step itself: syncEdges draws its placeholder.
         data: {
           id: newId("b"), kind: "branch", source: source, target: target.indexOf("m-") === 0 ? source : target,
-          branch: branch, seq: j, label: edgeLabel(branch),
+          branch: branch, seq: j, label: "", // syncEdges writes it
         },
         classes: "branch",
       });

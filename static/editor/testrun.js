@@ -67,6 +67,10 @@ function handle(run, event) {
       if (data.branch) {
         edge = edgeByName(data.step, data.branch);
         if (edge) edge.removeClass("run-lost").addClass("run-taken");
+      } else {
+        // No branch taken: the run went on to the next step in order, the dashed arrow.
+        node = nodeByKey(data.step);
+        if (node.nonempty()) node.outgoers('edge[kind = "sequence"]').addClass("run-taken");
       }
       break;
     case "human_task.created":

@@ -1,23 +1,50 @@
 /*
  * toolbar.js: the editor's tool bar: add a step of a kind (from the palette), delete the
- * selection, undo, redo, zoom, fit, lay out, and Connect mode (drawing branches from anywhere
- * on a step).
+ * selection, undo, redo, zoom, fit, lay out, Connect mode (drawing branches from anywhere
+ * on a step), and Publish… and Run…, which open the side panel's tab that does it.
  */
 import { fit, placeTerminals, runLayout, selectElement, viewportCenter, zoomBy } from "./canvas.js";
 import { setDrawMode } from "./connect.js";
 import { clearPanel } from "./panels.js";
-import { newStep } from "./recipe-graph.js";
+import { branchTo, newStep, reviewBranches, stepNodes } from "./recipe-graph.js";
 import * as store from "./store.js";
+import { showTab } from "./tabs.js";
+
+// How far right of a step the "+" places the next one, and how far down when that is taken.
+const NEXT_STEP_GAP = { x: 300, y: 140 };
+
+// The first place right of `node` (then below that) where no node is.
+function placeAfter(cy, node) {
+  const pos = { x: node.position("x") + NEXT_STEP_GAP.x, y: node.position("y") };
+  const taken = (p) => cy.nodes().some((n) => Math.abs(n.position("x") - p.x) < 200 && Math.abs(n.position("y") - p.y) < 100);
+  while (taken(pos)) pos.y += NEXT_STEP_GAP.y;
+  return pos;
+}
+
+/**
+ * Return the elements that connect a new step `json` to `after`: none when the new step comes
+ * next in order and `after` can fall through to it (the dashed next-step arrow), else a branch.
+ */
+function connection(cy, after, json) {
+  const steps = stepNodes(cy);
+  const last = steps.length && steps[steps.length - 1].same(after);
+  const fallsThrough = !after.connectedEdges('[kind = "sequence"]').filter((e) => e.source().same(after)).empty();
+  if (last && fallsThrough) return [];
+  return [branchTo(after, { id: json.data.id, key: json.data.key, self: false })];
+}
 
 /**
  * Add a step of `kind` at the model position `at` (where it was dropped), else right of the
- * selected step (or of all steps); select it and return it.
+ * step `after` and connected to it (its "+"), else right of the selected step (or of all
+ * steps); in one undoable change; select it and return it.
  */
-export function addStep(kind, at) {
+export function addStep(kind, at, after) {
   const cy = store.graph();
   const selected = cy.nodes(":selected[kind = 'step']").first();
   let pos;
-  if (at) {
+  if (after) {
+    pos = placeAfter(cy, after);
+  } else if (at) {
     pos = { x: at.x, y: at.y };
   } else if (selected.nonempty()) {
     pos = { x: selected.position("x") + 240, y: selected.position("y") + 20 };
@@ -31,7 +58,7 @@ export function addStep(kind, at) {
     }
   }
   const json = newStep(cy, store.metaCopy(), kind, pos);
-  store.add([json]);
+  store.add([json].concat(after ? connection(cy, after, json) : []));
   const node = cy.getElementById(json.data.id);
   const box = node.boundingBox();
   const overlaps = cy.nodes('[kind = "terminal"]').some((t) => {
@@ -47,6 +74,13 @@ export function addStep(kind, at) {
   }
   selectElement(node.id());
   return node;
+}
+
+/** Add the branches a human step lacks for its options (approve, reject, revise), undoably. */
+export function addReviewBranches(node) {
+  const json = reviewBranches(node);
+  if (json.length) store.add(json);
+  return json.length;
 }
 
 /** Delete the selected steps and branches (undoably). */
@@ -67,6 +101,14 @@ export function initToolbar() {
   on("btn-layout", runLayout);
   on("btn-zoom-in", () => zoomBy(1.25));
   on("btn-zoom-out", () => zoomBy(1 / 1.25));
+  // Publishing (with its note, errors and versions) stays in the Versions tab: this opens it.
+  on("btn-publish", () => showTab("versions").then(() => {
+    const note = document.querySelector("#panel-versions [name=note]");
+    if (note) note.focus();
+  }));
+  // Run… is a link to the run page once a version is published; before, it opens the Test run tab.
+  const run = document.getElementById("btn-run");
+  if (run && run.tagName === "BUTTON") run.addEventListener("click", () => showTab("testrun"));
   const connectButton = document.getElementById("btn-connect");
   connectButton.addEventListener("click", () => {
     const pressed = connectButton.getAttribute("aria-pressed") !== "true";

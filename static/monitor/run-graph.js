@@ -23,6 +23,8 @@ export function baseStyle(scheme) {
         label: "data(label)", "text-wrap": "wrap", "text-valign": "center", "font-size": 11,
         "text-max-width": 112, shape: "round-rectangle", width: 120, height: 40, "background-color": c.node,
         "border-width": 1, "border-color": c.line, color: c.text,
+        // Drawn in z-index order (takenLabel raises a taken branch above them).
+        "z-index-compare": "manual", "z-index": 1,
       },
     },
     { selector: 'node[kind = "terminal"]', style: { shape: "ellipse", width: 80 } },
@@ -32,17 +34,22 @@ export function baseStyle(scheme) {
       style: {
         width: 1, "curve-style": "bezier", "line-color": c.edge,
         "target-arrow-shape": "triangle", "target-arrow-color": c.edge, "arrow-scale": 0.7,
+        "z-index-compare": "manual", "z-index": 0,
       },
     },
   ];
 }
 
-/** The style of a taken branch's label (the branch's `takenLabel` data) in `scheme`. */
+/**
+ * The style of a taken branch's label (the branch's `takenLabel` data) in `scheme`: drawn over
+ * the nodes, as the ranks are closer than a label is long ("od_draft" was "good_draft" under
+ * a step).
+ */
 export function takenLabel(scheme) {
   const c = BASE_COLOURS[scheme];
   return {
     label: "data(takenLabel)", "font-size": 8, color: c.label, "text-background-color": c.labelBg,
-    "text-background-opacity": 1,
+    "text-background-opacity": 1, "text-background-padding": 1, "z-index": 2,
   };
 }
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Group
 
+from editor.services import recipe_create
 from runner.services import run_start
 from workflows.demo import REVIEWER_GROUP, recipe_files
 from workflows.demo.actors import DEMO_ACTORS
@@ -235,3 +236,127 @@ def test_a_step_card_shows_its_lint_status_as_a_badge_beside_its_kind_icon(
     assert page.evaluate(images, "has-warning") == 2
     assert page.evaluate(images, "has-error") == 2
     browser_page.screenshot("error-badge")
+
+
+# Every node's rendered box, and the label box of each edge whose label is drawn.
+VIEW_BOXES = """() => {
+    const cy = branchline.cy;
+    const plain = (b) => ({x1: b.x1, y1: b.y1, x2: b.x2, y2: b.y2});
+    const nodes = cy.nodes().map((n) => ({
+        label: n.data('label'), box: plain(n.renderedBoundingBox({includeLabels: false})),
+    }));
+    const labels = cy.edges().filter((e) => e.data('label') &&
+        parseFloat(e.style('text-opacity')) > 0).map((e) => ({
+        label: e.data('label'),
+        box: plain(e.renderedBoundingBox({includeNodes: false, includeEdges: false,
+                                         includeLabels: true, includeOverlays: false})),
+    }));
+    return {width: cy.width(), height: cy.height(), nodes: nodes, labels: labels};
+}"""
+
+
+def assert_whole_and_clear(view: dict[str, Any]) -> None:
+    """Every node is in view, and no drawn branch label meets a node (it would be under it)."""
+    out = [
+        n["label"]
+        for n in view["nodes"]
+        if n["box"]["x1"] < 0
+        or n["box"]["y1"] < 0
+        or n["box"]["x2"] > view["width"]
+        or n["box"]["y2"] > view["height"]
+    ]
+    assert out == []
+    under = [
+        (e["label"], n["label"])
+        for e in view["labels"]
+        for n in view["nodes"]
+        if overlap(e["box"], n["box"])
+    ]
+    assert under == []
+
+
+@pytest.mark.parametrize("path", recipe_files(), ids=lambda p: p.stem)
+def test_fit_shows_every_node_of_each_demo_recipe_with_no_label_under_a_node(
+    browser_page: BrowserPage, demo_recipes: list[str], path: Path
+) -> None:
+    page = browser_page.open_editor(path.stem)
+    wait_view(page)
+    assert_whole_and_clear(page.evaluate(VIEW_BOXES))
+    # Most branches are labelled at first sight, not only on hover.
+    view = page.evaluate(VIEW_BOXES)
+    branches = page.evaluate("branchline.cy.edges('[kind = \"branch\"]').length")
+    assert len(view["labels"]) >= branches / 2, (len(view["labels"]), branches)
+
+    page.evaluate("branchline.cy.viewport({zoom: 2.5, pan: {x: -900, y: -700}}); null")
+    page.click("#btn-fit")
+    wait_view(page)
+
+    assert_whole_and_clear(page.evaluate(VIEW_BOXES))
+    browser_page.screenshot("fit")
+
+
+def test_branches_read_in_words_with_the_engine_code_on_hover(
+    browser_page: BrowserPage, demo_recipes: list[str]
+) -> None:
+    page = browser_page.open_editor("creative-writing-qc")
+    wait_view(page)
+    label = "(b) => branchline.edgeByName(b[0], b[1]).data('label')"
+
+    assert (
+        page.evaluate(label, ["evaluate_quality", "low_quality"]) == "if judge < 6 → Human Review"
+    )
+    assert page.evaluate(label, ["generate_story", "default_evaluation"]) == (
+        "otherwise → Evaluate Quality"
+    )
+    assert page.evaluate(label, ["editor_review", "editor_approved"]) == "approve → Complete"
+    assert page.evaluate(label, ["generate_story", "story_too_short"]) == "if len < 200 → again"
+
+    page.evaluate(
+        "branchline.edgeByName('generate_story', 'default_evaluation').emit('mouseover'); null"
+    )
+    tip = page.inner_text("#edge-tip")
+    assert "DEFAULT_CONTINUE" in tip and "priority 999" in tip
+
+
+def test_the_next_step_in_order_is_drawn_where_no_branch_is_always_taken(
+    browser_page: BrowserPage, demo_recipes: list[str]
+) -> None:
+    page = browser_page.open_editor("creative-writing-qc")
+    wait_view(page)
+    sequence = page.evaluate(
+        "branchline.cy.edges('[kind = \"sequence\"]').map((e) => "
+        "[e.source().data('key') || '', e.target().data('key') || e.target().data('terminal'),"
+        " e.style('line-style')])"
+    )
+
+    # Generating ends with a default branch; evaluating and reviewing can fall through.
+    assert sorted(sequence) == [
+        ["editor_review", "revise_story", "dashed"],
+        ["evaluate_quality", "editor_review", "dashed"],
+    ]
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_hint_of_a_new_recipe_is_drawn_clear_of_the_terminals(
+    browser_page: BrowserPage, e2e_user: Any, scheme: str
+) -> None:
+    recipe_create(user=e2e_user, name="Fresh", slug="fresh")
+    browser_page.page.emulate_media(color_scheme=scheme)
+    page = browser_page.open_editor("fresh")
+    wait_view(page)
+
+    hits = page.evaluate(
+        """() => {
+            const hint = document.getElementById('canvas-hint').getBoundingClientRect();
+            const c = document.getElementById('cy').getBoundingClientRect();
+            return branchline.cy.nodes().filter((n) => {
+                const b = n.renderedBoundingBox();
+                return b.x1 + c.left < hint.right && b.x2 + c.left > hint.left &&
+                    b.y1 + c.top < hint.bottom && b.y2 + c.top > hint.top;
+            }).map((n) => n.data('label'));
+        }"""
+    )
+
+    assert page.is_visible("#canvas-hint")
+    assert hits == []
+    browser_page.screenshot(f"new-recipe-{scheme}")

@@ -95,7 +95,7 @@ def test_an_author_draws_a_recipe_saves_it_and_publishes_it(
     assert "len < 200" in outline
     assert "REQUEST_MORE_DETAIL" in outline
     label = page.evaluate("branchline.edgeByName('write', 'to_polish').data('label')")
-    assert label == "1 · len < 200\nREQUEST_MORE_DETAIL"
+    assert label == "if len < 200 → again"
     assert page.evaluate("branchline.edgeByName('write', 'to_polish').isLoop()")
 
     page.click("#tab-versions")

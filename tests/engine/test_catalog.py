@@ -231,3 +231,18 @@ def test_it_lists_the_combinators_step_kinds_and_actions() -> None:
         "counts_as": "neutral",
     }
     assert published["action_aliases"]["RETRY_DIFFERENT_ACTOR"] == "RETRY_WITH_DIFFERENT_ACTOR"
+
+
+def test_each_condition_type_says_how_its_branch_reads_on_the_canvas() -> None:
+    words = {spec["type"]: spec["words"] for spec in catalog()["conditions"]}
+
+    assert words["default"] == "otherwise"
+    assert words["human_decision"] == "{value}"
+    assert words["ai_evaluation"] == "if {summary}"
+
+
+def test_it_publishes_the_bands_of_branch_priorities() -> None:
+    bands = {b["name"]: b for b in catalog()["priority_bands"]}
+
+    assert bands["flow"] == {"name": "flow", "label": "Flow control", "low": 51, "high": 100}
+    assert bands["defaults"]["high"] is None

@@ -13,6 +13,7 @@ from workflows.engine.conditions.logical import LOGICAL_TYPES
 from workflows.engine.conditions.registry import TYPES
 from workflows.engine.field_spec import FieldSpec
 from workflows.engine.outcomes import default_outcome
+from workflows.engine.priority_bands import BANDS
 from workflows.engine.step_kinds.registry import KINDS
 from workflows.engine.vocabulary import (
     ACTION_ALIASES,
@@ -45,8 +46,8 @@ def action_params(action: str, *, target: str) -> tuple[str, ...]:
 
 
 def catalog() -> dict[str, Any]:
-    """Return the catalog: condition types, combinators, step kinds, actions and the branch
-    fields beside them (`counts_as`)."""
+    """Return the catalog: condition types, combinators, step kinds, actions, the branch
+    fields beside them (`counts_as`) and the bands of branch priorities."""
     return {
         "conditions": [kind.as_json() for kind in TYPES],
         "logical": list(LOGICAL_TYPES),
@@ -62,4 +63,7 @@ def catalog() -> dict[str, Any]:
         ],
         "action_aliases": dict(ACTION_ALIASES),
         "branch_fields": [COUNTS_AS.as_json()],
+        "priority_bands": [
+            {"name": b.name, "label": b.label, "low": b.low, "high": b.high} for b in BANDS
+        ],
     }

@@ -95,6 +95,8 @@ class ConditionType:
     fields there (the seeds' metadata does), read as if its condition gave them. `reads_answer`: the condition
     reads the step's answer (its text, a judge's score of it, how its validation ended), so
     it is not applicable on a failed step: false, with the failure as its reason.
+    `words`: how a branch of the type reads on the canvas before "→ target", a template
+    filled like `summary`'s with `{summary}` the condition's summary ("if judge < 7").
     """
 
     name: str
@@ -114,6 +116,7 @@ class ConditionType:
     aliases: tuple[str, ...] = ()
     operator_aliases: Mapping[str, str] = field(default_factory=dict)
     params: Mapping[str, str] = field(default_factory=dict)
+    words: str = "if {summary}"
 
     @property
     def operator_names(self) -> tuple[str, ...]:
@@ -148,4 +151,5 @@ class ConditionType:
             "operator_aliases": dict(self.operator_aliases),
             "fields": [f.as_json() for f in self.fields],
             "summary": dict(self.summary),
+            "words": self.words,
         }

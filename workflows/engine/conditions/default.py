@@ -29,6 +29,7 @@ CONDITION_TYPE = ConditionType(
     operators=(Operator("always", "always", ""),),
     fields=(),
     summary={"*": "default"},
+    words="otherwise",
     check=check,
     evaluate=evaluate,
 )

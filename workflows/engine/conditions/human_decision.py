@@ -83,6 +83,7 @@ CONDITION_TYPE = ConditionType(
         ),
     ),
     summary={"*": "human: {value}"},
+    words="{value}",
     check=check,
     prepare=prepare,
     evaluate=evaluate,
