@@ -13,13 +13,6 @@ from .dispatch import enqueue
 from .models import HumanTask, Run
 from .status import RunStatus, TaskStatus
 
-# Where a reviewer's comment goes (workflows.engine.next_step.with_reviewer_comment), as the
-# inbox says it; docs/recipe-format.md (Templates) and the README say the same.
-COMMENT_REACHES = (
-    "the comment becomes the {feedback} of the step the run goes to next "
-    "(the writer's, on a revise branch)"
-)
-
 
 class TaskClosed(Exception):
     """The task was already decided, timed out or closed."""

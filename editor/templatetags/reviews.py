@@ -7,8 +7,8 @@ from typing import Any
 
 from django import template
 
-from runner.human import COMMENT_REACHES
 from runner.selectors import tasks_for_reviewer
+from workflows.engine.step_kinds.human import COMMENT_REACHES
 
 register = template.Library()
 

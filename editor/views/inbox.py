@@ -28,7 +28,6 @@ from django.utils.text import Truncator
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from runner.human import (
-    COMMENT_REACHES,
     BadDecision,
     ClaimedByAnother,
     NotInGroup,
@@ -51,6 +50,7 @@ from runner.review_queue import (
 )
 from runner.selectors import tasks_for_reviewer
 from workflows.apis.pagination import Keyset, PageOfList, keyset_window
+from workflows.engine.step_kinds.human import COMMENT_REACHES
 from workflows.models import Recipe
 
 from .runs import HtmxHttpRequest

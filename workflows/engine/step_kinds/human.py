@@ -42,10 +42,20 @@ def read_body(doc: Mapping[str, Any], path: str, reader: DocumentReader) -> dict
     return {"material": material, "escalate_to": escalate_to}
 
 
+# Where a reviewer's comment goes (next_step.with_reviewer_comment), as the step kind's help, the
+# inbox and docs/recipe-format.md say it.
+COMMENT_REACHES = (
+    "the comment becomes the {feedback} of the step the run goes to next "
+    "(the writer's, on a revise branch)"
+)
+
 STEP_KIND = StepKind(
     name="human",
     label="Human review",
-    help="A reviewer group decides; the run waits until one of them does or time runs out.",
+    help=(
+        "A reviewer group decides; the run waits until one of them does or time runs out; "
+        f"{COMMENT_REACHES}."
+    ),
     fields=(
         actor("The reviewer group (an alias of @human:GROUP)."),
         prompt("Question"),
