@@ -126,7 +126,13 @@ function filter() {
   });
   const shown = visibleItems();
   status.textContent = shown.length ? shown.length + (shown.length === 1 ? " result" : " results") : "Nothing matches.";
-  setActive(shown[0] || null);
+  // What the words name comes before what only its help mentions ("go to revi": the step
+  // Review, not the kind whose help says where the run goes to).
+  const named = shown.find((li) => {
+    const label = li.querySelector(".palette-label").textContent.toLowerCase();
+    return words.every((w) => label.indexOf(w) >= 0);
+  });
+  setActive(named || shown[0] || null);
 }
 
 /** Open the palette with the search focused; with `after` (a step), to add the step after it. */
