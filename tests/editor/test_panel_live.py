@@ -19,7 +19,6 @@ pytestmark = pytest.mark.django_db
 
 WRITE = {
     "apply": "1",
-    "live": "1",
     "element": "s-0",
     "step": 0,
     "key": "write",
@@ -158,7 +157,7 @@ class TestBranchAndRecipeLive:
         url = reverse("recipe-branch-panel", args=[story.slug])
         place = {"step": 0, "branch": 2, "element": "b-2"}
         opened = htmx_post(web, url, doc, **place)
-        fields = {**as_posted(opened.context["panel"]), **place, "apply": "1", "live": "1"}
+        fields = {**as_posted(opened.context["panel"]), **place, "apply": "1"}
         answer = htmx_post(web, url, doc, **fields).json()
         (name,) = answer["fixes"]
         assert answer["fixes"][name][0]["value"] == "editor-judge"
@@ -189,7 +188,7 @@ class TestBranchAndRecipeLive:
         url = reverse("recipe-settings-panel", args=[story.slug])
         opened = htmx_post(web, url, draft(story))
         settings = opened.context["settings"]
-        data: dict[str, Any] = {"apply": "1", "live": "1", "name": "", "description": ""}
+        data: dict[str, Any] = {"apply": "1", "name": "", "description": ""}
         for formset in (settings.inputs, settings.actors):
             data.update(
                 formset.management_form.initial

@@ -24,7 +24,6 @@ PAGES = ["recipe-editor", "recipe-versions", "recipe-tests"]
 PANELS = [
     "recipe-check",
     "recipe-step-panel",
-    "recipe-prompt-check",
     "recipe-branch-panel",
     "recipe-settings-panel",
     "recipe-draft-import",
