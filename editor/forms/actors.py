@@ -1,4 +1,5 @@
-"""The actor pickers of the panels (step actor, judge, reviewers to escalate to, retry actor).
+"""The actor pickers of the panels (step actor, judge, reviewers to escalate to, retry actor,
+a branch condition's evaluator).
 
 Every picker lists the recipe's aliases and then every other actor the user may name; picking
 one of those (`+REFERENCE`) adds an alias for it, named after it. One menu and one way of
@@ -58,7 +59,7 @@ class ActorPicker:
             (a, f"{a} → {ref}{' (reviewers)' if ref in humans else ''}")
             for a, ref in aliases.items()
         ]
-        if current and current not in aliases:
+        if current and current not in aliases and not current.startswith(NEW_ALIAS):
             own.append((current, f"{current} (no such alias)"))
         menu: list[tuple[str, Any]] = [("", blank), ("Aliases of this recipe", own)]
         named = set(aliases.values())

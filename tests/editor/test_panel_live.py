@@ -93,6 +93,25 @@ class TestActorPickers:
         retry_actors = dict(branch.context["form"].fields["alternative_actor"].choices)
         assert [c[0] for c in retry_actors["Add an alias for"]] == ["+other-model"]
 
+    def test_the_evaluator_picker_lists_every_actor_and_adds_the_alias_once(
+        self, story: Recipe, web: Client
+    ) -> None:
+        ActorFactory(name="other-model")
+        url = reverse("recipe-branch-panel", args=[story.slug])
+        place = {"step": 0, "branch": 2, "element": "b-2"}
+        opened = htmx_post(web, url, draft(story), **place)
+        form = opened.context["panel"].condition.form
+        evaluators = dict(form.fields["evaluator"].choices)
+        aliases = {c[0] for c in evaluators["Aliases of this recipe"]}
+        assert aliases == {"writer", "judge", "editors"}
+        assert [c[0] for c in evaluators["Add an alias for"]] == ["+other-model"]
+        fields = {**as_posted(opened.context["panel"]), **place, "apply": "1"}
+        fields.update({"c-evaluator": "+other-model", "alternative_actor": "+other-model"})
+        answer = htmx_post(web, url, draft(story), **fields).json()
+        assert answer["errors"] == {}
+        assert answer["result"]["branch"]["when"]["evaluator"] == "other-model"
+        assert answer["result"]["actors"] == {"other-model": "other-model"}
+
     def test_picking_an_actor_without_an_alias_adds_one_once(
         self, story: Recipe, web: Client
     ) -> None:
