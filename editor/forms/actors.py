@@ -91,3 +91,16 @@ class ActorPicker:
         alias = new_alias(reference, set(aliases))
         self.added[alias] = reference
         return alias
+
+
+def starter_actors(aliases: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Return the actor a new step starts with when no alias of the recipe suits it: the first
+    model ("model") and the first reviewers ("reviewers"), each with the alias it would be
+    added under (named as a picker names it)."""
+    starters: dict[str, dict[str, str]] = {}
+    for choice in actor_choices():
+        role = "reviewers" if choice.is_human else "model"
+        if role not in starters:
+            alias = new_alias(choice.reference, set(aliases))
+            starters[role] = {"alias": alias, "reference": choice.reference}
+    return starters

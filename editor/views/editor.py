@@ -27,6 +27,7 @@ from workflows.services import RecipeConflict
 from workflows.validators import RecipeRejected, json_value_errors, whole_number
 
 from ..catalog import catalog
+from ..forms.actors import starter_actors
 from ..forms.branch import BranchPanel
 from ..forms.builders import ROUTES, TREE, RoutesBuilder, TreeBuilder, route_targets
 from ..forms.document import DocumentContext
@@ -97,8 +98,9 @@ def bad_request(exc: Exception) -> HttpResponse:
     return HttpResponseBadRequest(f"The editor sent something unexpected ({exc}). Reload the page.")
 
 
-def editor_config(recipe: Recipe, user_id: int) -> dict[str, Any]:
+def editor_config(recipe: Recipe, user_id: int, document: dict[str, Any]) -> dict[str, Any]:
     slug = recipe.slug
+    actors = document.get("actors") if isinstance(document.get("actors"), dict) else {}
     return {
         "slug": slug,
         "revision": recipe.revision,
@@ -106,6 +108,8 @@ def editor_config(recipe: Recipe, user_id: int) -> dict[str, Any]:
         "unfinished": recipe.draft_document is not None,
         # Copied steps are kept per user in the browser (clipboard.js).
         "user": user_id,
+        # A new step with no alias that suits it starts with one of these (toolbar.js).
+        "starterActors": starter_actors({str(a): str(r) for a, r in actors.items()}),
         "urls": {
             "check": reverse("recipe-check", args=[slug]),
             "stepPanel": reverse("recipe-step-panel", args=[slug]),
@@ -138,7 +142,7 @@ def recipe_editor(request: HttpRequest, slug: str) -> HttpResponse:
         {
             "recipe": recipe,
             "document": document,
-            "config": editor_config(recipe, request.user.pk),
+            "config": editor_config(recipe, request.user.pk, document),
             # The canvas labels, the step kinds offered: drawn from the engine's catalog.
             "catalog": catalog(),
             "latest_version": latest,
