@@ -61,7 +61,6 @@ urlpatterns = [
     path("recipes/<slug:slug>/", editor.recipe_editor, name="recipe-editor"),
     path("recipes/<slug:slug>/check/", editor.recipe_check, name="recipe-check"),
     path("recipes/<slug:slug>/panels/step/", editor.step_panel, name="recipe-step-panel"),
-    path("recipes/<slug:slug>/panels/prompt/", editor.prompt_check, name="recipe-prompt-check"),
     path("recipes/<slug:slug>/panels/branch/", editor.branch_panel, name="recipe-branch-panel"),
     path("recipes/<slug:slug>/panels/recipe/", editor.recipe_panel, name="recipe-settings-panel"),
     path(

@@ -1,4 +1,5 @@
-"""The actor pickers of the panels (step actor, judge, reviewers to escalate to, retry actor).
+"""The actor pickers of the panels (step actor, judge, reviewers to escalate to, retry actor,
+a branch condition's evaluator).
 
 Every picker lists the recipe's aliases and then every other actor the user may name; picking
 one of those (`+REFERENCE`) adds an alias for it, named after it. One menu and one way of
@@ -58,7 +59,7 @@ class ActorPicker:
             (a, f"{a} → {ref}{' (reviewers)' if ref in humans else ''}")
             for a, ref in aliases.items()
         ]
-        if current and current not in aliases:
+        if current and current not in aliases and not current.startswith(NEW_ALIAS):
             own.append((current, f"{current} (no such alias)"))
         menu: list[tuple[str, Any]] = [("", blank), ("Aliases of this recipe", own)]
         named = set(aliases.values())
@@ -90,3 +91,16 @@ class ActorPicker:
         alias = new_alias(reference, set(aliases))
         self.added[alias] = reference
         return alias
+
+
+def starter_actors(aliases: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Return the actor a new step starts with when no alias of the recipe suits it: the first
+    model ("model") and the first reviewers ("reviewers"), each with the alias it would be
+    added under (named as a picker names it)."""
+    starters: dict[str, dict[str, str]] = {}
+    for choice in actor_choices():
+        role = "reviewers" if choice.is_human else "model"
+        if role not in starters:
+            alias = new_alias(choice.reference, set(aliases))
+            starters[role] = {"alias": alias, "reference": choice.reference}
+    return starters

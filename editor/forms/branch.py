@@ -257,16 +257,21 @@ class BranchPanel:
         if self.data is None:
             self.form = BranchForm(**kwargs)
             self.condition = unbound_node(
-                initial_tree(self.form.original.get("when")), self.context
+                initial_tree(self.form.original.get("when")), self.context, picker=self.picker
             )
         elif self.op:
             # A builder button or a type change: re-render what was typed (errors are not shown).
             self.form = BranchForm(self.data, **kwargs)
             tree = tree_apply(posted_tree(self.data), self.op)
-            self.condition = unbound_node(tree, self.context)
+            self.condition = unbound_node(tree, self.context, picker=self.picker)
         else:
             self.form = BranchForm(self.data, **kwargs)
-            self.condition = bound_node(self.data, self.context)
+            self.condition = bound_node(self.data, self.context, picker=self.picker)
+
+    @property
+    def picker(self) -> ActorPicker:
+        """The branch's one actor picker: the retry actor's and the condition's evaluators."""
+        return self.form.picker
 
     @property
     def step(self) -> dict[str, Any]:

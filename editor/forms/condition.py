@@ -18,6 +18,7 @@ from workflows.engine import CONDITION_KEYS, value_text
 from workflows.validators import json_value_errors, whole_number
 
 from ..catalog import catalog, condition_type, logical_types, operator_names
+from .actors import ActorPicker
 from .document import DocumentContext
 from .fields import normalise_newlines
 
@@ -77,7 +78,12 @@ def _option_field(options: tuple[str, ...], current: str, common: dict[str, Any]
 
 
 def _form_field(
-    field: dict[str, Any], operator: str, context: DocumentContext, kind: str, current: str
+    field: dict[str, Any],
+    operator: str,
+    context: DocumentContext,
+    kind: str,
+    current: str,
+    picker: ActorPicker,
 ) -> forms.Field:
     """Return the form field that edits a catalog field, by its kind."""
     common: dict[str, Any] = {
@@ -99,7 +105,7 @@ def _form_field(
         blank = [] if field["required"] else [("", f"— {field['default'] or ''}".rstrip())]
         return forms.ChoiceField(choices=blank + [(c, c) for c in field["choices"]], **common)
     if field["kind"] == "actor":
-        return forms.ChoiceField(choices=context.alias_choices(), **common)
+        return forms.ChoiceField(choices=picker.choices("—", current), **common)
     if field["kind"] == "step":
         return forms.ChoiceField(
             choices=[("", "—")] + [(k, k) for k in context.step_keys], **common
@@ -117,8 +123,17 @@ class ConditionForm(forms.Form):
     extra = forms.CharField(required=False, widget=forms.HiddenInput)
     count = forms.IntegerField(required=False, widget=forms.HiddenInput, min_value=0)
 
-    def __init__(self, *args: Any, context: DocumentContext, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        context: DocumentContext,
+        picker: ActorPicker | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
+        # An actor field (an evaluator) offers every actor, as the branch's other pickers do,
+        # and shares their picker: an actor picked with no alias gets one, once.
+        self.picker = picker or ActorPicker(context)
         self.kind = self._posted("type") or "default"
         self.spec = condition_type(self.kind)
         self.fields["type"].choices = type_choices()
@@ -136,7 +151,9 @@ class ConditionForm(forms.Form):
         operator = self._posted("operator")
         for field in self.spec["fields"] if self.spec else []:
             current = self._posted(field["name"])
-            self.fields[field["name"]] = _form_field(field, operator, context, self.kind, current)
+            self.fields[field["name"]] = _form_field(
+                field, operator, context, self.kind, current, self.picker
+            )
             if isinstance(field["default"], bool) and field["kind"] != "boolean":
                 # The operator decides what the field holds: a new one shows it anew.
                 self.fields["operator"].widget.attrs["data-refresh"] = "true"
@@ -188,6 +205,8 @@ class ConditionForm(forms.Form):
             cond["operator"] = operator
         for field in self.spec["fields"] if self.spec else []:
             value = _document_value(field, operator, data.get(field["name"]))
+            if field["kind"] == "actor" and isinstance(value, str):
+                value = self.picker.resolve(value)
             if value is not None or field["required"]:
                 cond[field["name"]] = "" if value is None else value
         for key, value in extra.items():

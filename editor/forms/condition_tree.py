@@ -15,6 +15,7 @@ from workflows.engine import SEVERAL_OPERANDS, combinator
 from workflows.validators import whole_number
 
 from ..catalog import condition_type, logical_types, new_operand
+from .actors import ActorPicker
 from .condition import ConditionForm, initial_of, posted_initial
 from .document import DocumentContext
 
@@ -151,25 +152,35 @@ class ConditionNode:
 
 
 def bound_node(
-    data: Any, context: DocumentContext, prefix: str = "c", depth: int = 0
+    data: Any,
+    context: DocumentContext,
+    prefix: str = "c",
+    depth: int = 0,
+    picker: ActorPicker | None = None,
 ) -> ConditionNode:
     """Return the tree of forms bound to the posted fields, from the node `prefix` down."""
-    form = ConditionForm(data, prefix=prefix, context=context)
+    form = ConditionForm(data, prefix=prefix, context=context, picker=picker)
     children: list[ConditionNode] = []
     if form.is_logical and depth < MAX_CONDITION_DEPTH:
         raw = str(data.get(f"{prefix}-count") or "0")
         count = min(whole_number(raw) or 0, MAX_OPERANDS)
-        children = [bound_node(data, context, f"{prefix}.{k}", depth + 1) for k in range(count)]
+        children = [
+            bound_node(data, context, f"{prefix}.{k}", depth + 1, form.picker) for k in range(count)
+        ]
     return ConditionNode(form=form, children=children, prefix=prefix, depth=depth)
 
 
 def unbound_node(
-    tree: dict[str, Any], context: DocumentContext, prefix: str = "c", depth: int = 0
+    tree: dict[str, Any],
+    context: DocumentContext,
+    prefix: str = "c",
+    depth: int = 0,
+    picker: ActorPicker | None = None,
 ) -> ConditionNode:
     """Return the tree of forms showing a tree of initials."""
-    form = ConditionForm(initial=tree["initial"], prefix=prefix, context=context)
+    form = ConditionForm(initial=tree["initial"], prefix=prefix, context=context, picker=picker)
     children = [
-        unbound_node(child, context, f"{prefix}.{k}", depth + 1)
+        unbound_node(child, context, f"{prefix}.{k}", depth + 1, form.picker)
         for k, child in enumerate(tree["children"])
     ]
     return ConditionNode(form=form, children=children, prefix=prefix, depth=depth)

@@ -48,9 +48,6 @@ class DocumentContext:
     def step_keys(self) -> list[str]:
         return [s["key"] for s in self.steps if isinstance(s.get("key"), str)]
 
-    def alias_choices(self, blank: str = "—") -> list[tuple[str, str]]:
-        return [("", blank)] + [(a, f"{a} → {ref}") for a, ref in self.actors.items()]
-
 
 def human_options(step: dict[str, Any]) -> tuple[str, ...] | None:
     """Return the options a human step offers its reviewer (the engine's default ones when it

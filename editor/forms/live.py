@@ -23,6 +23,7 @@ from .actors import ActorPicker, new_alias
 PICKER_ROLES = {
     "actor": "actor",
     "judge": "judge",
+    "evaluator": "judge",
     "escalate_to": "reviewer",
     "alternative_actor": "retry actor",
 }

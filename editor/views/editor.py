@@ -27,6 +27,7 @@ from workflows.services import RecipeConflict
 from workflows.validators import RecipeRejected, json_value_errors, whole_number
 
 from ..catalog import catalog
+from ..forms.actors import starter_actors
 from ..forms.branch import BranchPanel
 from ..forms.builders import ROUTES, TREE, RoutesBuilder, TreeBuilder, route_targets
 from ..forms.document import DocumentContext
@@ -97,8 +98,9 @@ def bad_request(exc: Exception) -> HttpResponse:
     return HttpResponseBadRequest(f"The editor sent something unexpected ({exc}). Reload the page.")
 
 
-def editor_config(recipe: Recipe, user_id: int) -> dict[str, Any]:
+def editor_config(recipe: Recipe, user_id: int, document: dict[str, Any]) -> dict[str, Any]:
     slug = recipe.slug
+    actors = document.get("actors") if isinstance(document.get("actors"), dict) else {}
     return {
         "slug": slug,
         "revision": recipe.revision,
@@ -106,6 +108,8 @@ def editor_config(recipe: Recipe, user_id: int) -> dict[str, Any]:
         "unfinished": recipe.draft_document is not None,
         # Copied steps are kept per user in the browser (clipboard.js).
         "user": user_id,
+        # A new step with no alias that suits it starts with one of these (toolbar.js).
+        "starterActors": starter_actors({str(a): str(r) for a, r in actors.items()}),
         "urls": {
             "check": reverse("recipe-check", args=[slug]),
             "stepPanel": reverse("recipe-step-panel", args=[slug]),
@@ -138,7 +142,7 @@ def recipe_editor(request: HttpRequest, slug: str) -> HttpResponse:
         {
             "recipe": recipe,
             "document": document,
-            "config": editor_config(recipe, request.user.pk),
+            "config": editor_config(recipe, request.user.pk, document),
             # The canvas labels, the step kinds offered: drawn from the engine's catalog.
             "catalog": catalog(),
             "latest_version": latest,
@@ -177,7 +181,7 @@ def _step_branches(document: dict[str, Any], index: int) -> list[Any]:
 @login_required
 @require_POST
 def step_panel(request: HttpRequest, slug: str) -> HttpResponse:
-    """Open (or apply) the form of one step of the posted document."""
+    """Open the form of one step of the posted document, or apply it as typed (`apply=1`)."""
     recipe = editable_recipe(request, slug)
     try:
         document = posted_document(request, recipe)
@@ -196,21 +200,9 @@ def step_panel(request: HttpRequest, slug: str) -> HttpResponse:
             builder = RoutesBuilder.from_post(request.POST, targets, op)
             partial = "routes-builder"
         return render(request, f"{PANELS}#{partial}", {"builder": builder})
-    applying = request.POST.get("apply") == "1"
-    if applying and request.POST.get("live") == "1":
+    if request.POST.get("apply") == "1":
         return _step_live(request, document, index)
-    form = StepForm(
-        request.POST if applying else None, context=context, index=index, user=request.user
-    )
-    result = None
-    if applying and form.is_valid() and form.result is not None:
-        result = {
-            "element": request.POST.get("element", ""),
-            "step": form.result,
-            "sequence": form.cleaned_data["sequence"],
-            "actors": form.actors_added,
-        }
-    prompt = form.data.get("prompt", "") if applying else document["steps"][index].get("prompt", "")
+    form = StepForm(None, context=context, index=index, user=request.user)
     return render(
         request,
         f"{PANELS}#step-panel",
@@ -220,9 +212,10 @@ def step_panel(request: HttpRequest, slug: str) -> HttpResponse:
             "element": request.POST.get("element", ""),
             "step_index": index,
             "names": names_in_scope(document, index),
-            "unknown_names": unknown_template_names(document, str(prompt or "")),
+            "unknown_names": unknown_template_names(
+                document, str(document["steps"][index].get("prompt") or "")
+            ),
             "branches": _step_branches(document, index),
-            "result": result,
         },
     )
 
@@ -256,24 +249,8 @@ def _step_live(request: HttpRequest, document: dict[str, Any], index: int) -> Js
 
 @login_required
 @require_POST
-def prompt_check(request: HttpRequest, slug: str) -> HttpResponse:
-    """Flag the template names of a prompt being typed that the recipe cannot fill."""
-    recipe = editable_recipe(request, slug)
-    try:
-        document = posted_document(request, recipe)
-    except BadDocument as exc:
-        return bad_request(exc)
-    return render(
-        request,
-        f"{PANELS}#prompt-check",
-        {"unknown_names": unknown_template_names(document, request.POST.get("prompt", ""))},
-    )
-
-
-@login_required
-@require_POST
 def branch_panel(request: HttpRequest, slug: str) -> HttpResponse:
-    """Open, re-render (condition builder buttons) or apply the form of one branch."""
+    """Open, re-render (condition builder buttons) or apply as typed the form of one branch."""
     recipe = editable_recipe(request, slug)
     try:
         document = posted_document(request, recipe)
@@ -284,22 +261,18 @@ def branch_panel(request: HttpRequest, slug: str) -> HttpResponse:
         branch_index = _index(request, "branch", len(branches))
     except BadDocument as exc:
         return bad_request(exc)
-    context = DocumentContext(document)
-    applying = request.POST.get("apply") == "1"
-    op = request.POST.get("_op", "") if applying else ""
-    if applying and not op and request.POST.get("live") == "1":
+    op = request.POST.get("_op", "")
+    if not op and request.POST.get("apply") == "1":
         aliases = declared_aliases(document, request.POST.getlist(ADD_ALIAS))
         return _branch_live(request, DocumentContext(document), step_index, branch_index, aliases)
+    # Opened, or drawn again from what was typed (a builder button, a changed type or action).
     panel = BranchPanel(
-        context=context,
+        context=DocumentContext(document),
         step_index=step_index,
         branch_index=branch_index,
-        data=request.POST if applying else None,
+        data=request.POST if op else None,
         op=op,
     )
-    result = None
-    if applying and not op and panel.is_valid():
-        result = {"element": request.POST.get("element", ""), "branch": panel.result}
     return render(
         request,
         f"{PANELS}#branch-panel",
@@ -311,9 +284,7 @@ def branch_panel(request: HttpRequest, slug: str) -> HttpResponse:
             "element": request.POST.get("element", ""),
             "step_index": step_index,
             "branch_index": branch_index,
-            "show_errors": applying and not op,
-            "not_show_errors": not (applying and not op),
-            "result": result,
+            "hide_errors": True,  # the live answer shows them, beside their fields
         },
     )
 
@@ -370,14 +341,13 @@ def _judge_advice(
 @login_required
 @require_POST
 def recipe_panel(request: HttpRequest, slug: str) -> HttpResponse:
-    """Open or apply the recipe's settings: name, description, inputs, actor aliases."""
+    """Open or apply as typed the recipe's settings: name, description, inputs, actor aliases."""
     recipe = editable_recipe(request, slug)
     try:
         document = posted_document(request, recipe)
     except BadDocument as exc:
         return bad_request(exc)
-    applying = request.POST.get("apply") == "1"
-    if applying and request.POST.get("live") == "1":
+    if request.POST.get("apply") == "1":
         posted, applied = live_apply(
             lambda data: RecipeSettings(document, data),
             lambda s: s.is_valid(),
@@ -387,17 +357,10 @@ def recipe_panel(request: HttpRequest, slug: str) -> HttpResponse:
         errors, general = field_errors(posted.all_forms())
         result = applied.result if applied is not None else None
         return JsonResponse(LiveAnswer(result, errors, general).as_data())
-    settings = RecipeSettings(document, request.POST if applying else None)
-    result = settings.result if applying and settings.is_valid() else None
     return render(
         request,
         f"{PANELS}#recipe-panel",
-        {
-            "recipe": recipe,
-            "settings": settings,
-            "import_form": ImportForm(),
-            "result": result,
-        },
+        {"recipe": recipe, "settings": RecipeSettings(document, None), "import_form": ImportForm()},
     )
 
 

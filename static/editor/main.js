@@ -42,7 +42,7 @@ initLint(config);
 initPanels(config);
 initBranchOrder();
 initOutline();
-initToolbar();
+initToolbar(config);
 initClipboard(config);
 initPalette();
 initContextMenu();

@@ -1,7 +1,7 @@
 /*
  * panel-edits.js: the side panels' forms apply as the author types. A moment after the last
  * keystroke (or at once, on Enter, a fix, or leaving the panel) the form is posted with
- * `live=1`; the server answers with what applies (one undoable change) and what is not right,
+ * `apply=1`; the server answers with what applies (one undoable change) and what is not right,
  * by field, with the one-click fixes that make it right. Errors are shown beside their fields;
  * what a form holds that is not applied is kept in the store, so the panel opened again shows
  * it, and the save state never says "Saved" over it.
@@ -161,7 +161,6 @@ function post(form) {
   if (!place) return Promise.resolve();
   const body = new FormData(form);
   body.set("apply", "1");
-  body.set("live", "1");
   Object.keys(place).forEach((name) => body.set(name, place[name]));
   const sent = snapshot(form);
   const values = new FormData(form);

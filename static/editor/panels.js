@@ -240,12 +240,6 @@ export function initPanels(config) {
   document.body.addEventListener("htmx:afterSwap", (evt) => {
     const target = evt.detail.target;
     if (!target) return;
-    const script = target.querySelector("#panel-result");
-    if (script) {
-      const result = JSON.parse(script.textContent);
-      script.remove();
-      applyResult(target, result);
-    }
     if (target.id === "panel") setupPanel();
     const form = target.querySelector("[data-editor-form]") || target.closest("[data-editor-form]");
     if (!form) return;

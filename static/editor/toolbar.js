@@ -6,9 +6,14 @@
 import { fit, placeTerminals, runLayout, selectElement, viewportCenter, zoomBy } from "./canvas.js";
 import { setDrawMode } from "./connect.js";
 import { clearPanel } from "./panels.js";
-import { branchTo, newStep, reviewBranches, stepNodes } from "./recipe-graph.js";
+import { kindTakes } from "./catalog.js";
+import { branchTo, newStep, nodeLabel, reviewBranches, stepNodes } from "./recipe-graph.js";
 import * as store from "./store.js";
 import { showTab } from "./tabs.js";
+
+// The actor a new step starts with when no alias of the recipe suits it ({model, reviewers}:
+// {alias, reference}), as the server names the alias a picker would add.
+let starterActors = {};
 
 // How far right of a step the "+" places the next one, and how far down when that is taken.
 const NEXT_STEP_GAP = { x: 300, y: 140 };
@@ -31,6 +36,21 @@ function connection(cy, after, json) {
   const fallsThrough = !after.connectedEdges('[kind = "sequence"]').filter((e) => e.source().same(after)).empty();
   if (last && fallsThrough) return [];
   return [branchTo(after, { id: json.data.id, key: json.data.key, self: false })];
+}
+
+/**
+ * Give the new step `json` the starter actor of its kind when it has no actor; return the
+ * meta with the alias added, or undefined when nothing is added.
+ */
+function withStarterActor(json, meta) {
+  const step = json.data.step;
+  const starter = starterActors[step.kind === "human" ? "reviewers" : "model"];
+  if (step.actor || !starter || !kindTakes(step.kind, "actor")) return undefined;
+  const actors = meta.actors || {};
+  if (starter.alias in actors && actors[starter.alias] !== starter.reference) return undefined;
+  step.actor = starter.alias;
+  json.data.label = nodeLabel(step);
+  return Object.assign({}, meta, { actors: Object.assign({}, actors, { [starter.alias]: starter.reference }) });
 }
 
 /**
@@ -57,8 +77,9 @@ export function addStep(kind, at, after) {
       pos = viewportCenter();
     }
   }
-  const json = newStep(cy, store.metaCopy(), kind, pos);
-  store.add([json].concat(after ? connection(cy, after, json) : []));
+  const meta = store.metaCopy();
+  const json = newStep(cy, meta, kind, pos);
+  store.add([json].concat(after ? connection(cy, after, json) : []), withStarterActor(json, meta));
   const node = cy.getElementById(json.data.id);
   const box = node.boundingBox();
   const overlaps = cy.nodes('[kind = "terminal"]').some((t) => {
@@ -92,7 +113,8 @@ export function deleteSelected() {
   store.remove(ids);
 }
 
-export function initToolbar() {
+export function initToolbar(config) {
+  starterActors = config.starterActors || {};
   const on = (id, handler) => document.getElementById(id).addEventListener("click", handler);
   on("btn-delete", deleteSelected);
   on("btn-undo", store.undo);

@@ -192,6 +192,38 @@ def test_every_actor_picker_lists_every_actor_and_adds_the_alias(
     assert page.input_value("#panel [name=judge]") == "other-judge"
 
 
+def test_the_evaluator_picker_lists_every_actor_and_fixes_a_missing_alias_in_one_click(
+    browser_page: BrowserPage, e2e_user: Any, story_actors: None
+) -> None:
+    doc = story_document(slug="evaluated", name="Evaluated")
+    doc["actors"].pop("judge")
+    doc["steps"][0]["branches"][2]["when"]["evaluator"] = "editor-judge"
+    recipe = recipe_import(user=e2e_user, data=story_document(slug="evaluated")).recipe
+    recipe_draft_save(recipe=recipe, document=doc)  # saved with its error, as a draft may be
+    page = browser_page.open_editor(recipe.slug)
+    open_step(page, "Write")
+    actors = page.eval_on_selector_all(
+        "#panel [name=actor] option", "options => options.map(o => o.value)"
+    )
+    page.click('#outline [data-path="steps[0].branches[2]"]')
+    page.wait_for_selector("#panel [name=c-evaluator]")
+    evaluators = page.eval_on_selector_all(
+        "#panel [name=c-evaluator] option", "options => options.map(o => o.value)"
+    )
+    assert set(actors) <= set(evaluators)  # every actor, as the step's picker lists them
+    assert "+editor-judge" in evaluators
+    page.fill("#panel [name=name]", "very_good")
+    wait_settled(page)
+    fix = page.locator("#panel button.fix:text('Add judge alias for editor-judge')")
+    assert fix.count() == 1
+    fix.click()
+    apply_panel(page)
+    assert page.evaluate("branchline.meta().actors")["editor-judge"] == "editor-judge"
+    branch = page.evaluate("branchline.edgeByName('write', 'very_good').data('branch')")
+    assert branch["when"]["evaluator"] == "editor-judge"
+    assert page.locator("#panel .field-error").count() == 0
+
+
 def test_the_recipe_tab_applies_as_typed_and_keeps_what_is_not_right_across_tabs(
     browser_page: BrowserPage, story: Recipe
 ) -> None:

@@ -202,3 +202,16 @@ def htmx_post(client: Client, url: str, document: dict[str, Any] | None, **field
 
 def draft(recipe: Recipe) -> dict[str, Any]:
     return document_from_recipe(recipe)
+
+
+def live_answer(response: Any) -> dict[str, Any]:
+    """Return a panel's answer to an edit applied as typed (`apply=1`): its result (None:
+    nothing applied), its errors by posted field name, its errors of no field, its fixes."""
+    assert response.status_code == 200, response.content[:500]
+    return response.json()
+
+
+def answer_errors(answer: dict[str, Any]) -> str:
+    """Return every message of a live answer, beside a field or not, as one text."""
+    messages = [m for ms in answer["errors"].values() for m in ms] + answer["form_errors"]
+    return " ".join(messages)

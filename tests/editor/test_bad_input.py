@@ -41,7 +41,6 @@ DOCUMENT_PANELS = [
     "recipe-step-panel",
     "recipe-branch-panel",
     "recipe-settings-panel",
-    "recipe-prompt-check",
 ]
 
 
@@ -219,9 +218,14 @@ def test_no_document_makes_a_panel_fail(
             "recipe-step-panel",
             {"step": "0", "apply": "1", "key": "a", "name": "A", "kind": "llm", "sequence": "1"},
         ),
+        (
+            "recipe-step-panel",
+            {"step": "0", "apply": "1", "key": "a", "kind": "llm", "prompt": "{x} {{ {y.z}"},
+        ),
         ("recipe-branch-panel", {"step": "0", "branch": "0"}),
+        ("recipe-branch-panel", {"step": "0", "branch": "0", "apply": "1", "name": "b"}),
         ("recipe-settings-panel", {}),
-        ("recipe-prompt-check", {"prompt": "{x} {{ {y.z}"}),
+        ("recipe-settings-panel", {"apply": "1", "recipe-name": "x"}),
     ):
         response = client.post(reverse(name, args=[story.slug]), {"document": doc, **extra})
         assert response.status_code in (200, 400), (name, response.status_code)

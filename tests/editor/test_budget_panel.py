@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from workflows.models import Recipe
 
-from .conftest import draft, htmx_post
+from .conftest import draft, htmx_post, live_answer
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +39,7 @@ def settings_fields(**budget: str) -> dict[str, str]:
 
 def apply(web: Client, recipe: Recipe, document: dict[str, Any], **budget: str) -> Any:
     url = reverse("recipe-settings-panel", args=[recipe.slug])
-    return htmx_post(web, url, document, apply="1", **settings_fields(**budget))
+    return live_answer(htmx_post(web, url, document, apply="1", **settings_fields(**budget)))
 
 
 def test_it_opens_with_the_documents_limits(story: Recipe, web: Client) -> None:
@@ -54,17 +54,17 @@ def test_it_opens_with_the_documents_limits(story: Recipe, web: Client) -> None:
 
 
 def test_applying_sets_the_limits_given(story: Recipe, web: Client) -> None:
-    response = apply(web, story, draft(story), max_cost="0.25", max_calls="8", max_tokens="")
+    answer = apply(web, story, draft(story), max_cost="0.25", max_calls="8", max_tokens="")
 
-    assert response.context["result"]["budget"] == {"max_cost": 0.25, "max_calls": 8}
+    assert answer["result"]["budget"] == {"max_cost": 0.25, "max_calls": 8}
 
 
 def test_emptying_every_field_clears_the_budget(story: Recipe, web: Client) -> None:
     document = {**draft(story), "budget": {"max_calls": 3}}
 
-    response = apply(web, story, document, max_calls="")
+    answer = apply(web, story, document, max_calls="")
 
-    assert response.context["result"]["budget"] is None
+    assert answer["result"]["budget"] is None
 
 
 @pytest.mark.parametrize(
@@ -80,8 +80,7 @@ def test_emptying_every_field_clears_the_budget(story: Recipe, web: Client) -> N
 def test_a_bad_limit_is_refused_at_its_field(
     story: Recipe, web: Client, field: str, value: str, message: str
 ) -> None:
-    response = apply(web, story, draft(story), **{field: value})
+    answer = apply(web, story, draft(story), **{field: value})
 
-    assert response.context["result"] is None
-    errors = response.context["settings"].budget.errors
-    assert message in " ".join(errors[field])
+    assert message in " ".join(answer["errors"][f"budget-{field}"])
+    assert answer["result"] is None

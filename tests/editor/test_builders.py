@@ -21,7 +21,7 @@ from workflows.demo.actors import DEMO_ACTORS
 from workflows.models import Actor, Recipe
 from workflows.services import recipe_import
 
-from .conftest import htmx_post
+from .conftest import answer_errors, htmx_post, live_answer
 
 pytestmark = pytest.mark.django_db
 
@@ -116,9 +116,9 @@ def refresh(web: Client, recipe: Recipe, doc: dict, fields: dict[str, str], op: 
 
 
 def applied_step(web: Client, recipe: Recipe, doc: dict, fields: dict[str, str]) -> dict:
-    response = post(web, recipe, doc, fields, apply="1")
-    assert response.context["result"] is not None, response.context["form"].errors
-    return response.context["result"]["step"]
+    answer = live_answer(post(web, recipe, doc, fields, apply="1"))
+    assert answer["errors"] == {} and answer["form_errors"] == [], answer
+    return answer["result"]["step"]
 
 
 class TestDecisionTreeBuilder:
@@ -294,12 +294,12 @@ class TestDecisionTreeBuilder:
         doc, _, fields = open_step(web, recipe, "choose_prompt")
         fields["dt-t.n.n.c.0-value"] = "many"
 
-        response = post(web, recipe, doc, fields, apply="1")
+        answer = live_answer(post(web, recipe, doc, fields, apply="1"))
 
-        assert response.context["result"] is None
+        assert answer["result"] is None
         assert (
-            "tree.if_false.if_false.condition.conditions.0.value: must be a number, got 'many'"
-            in unescape(response.content.decode())
+            "if_false.if_false.condition.conditions.0.value: must be a number, got 'many'"
+            in answer_errors(answer)
         )
 
 

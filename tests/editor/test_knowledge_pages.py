@@ -20,7 +20,7 @@ from tests.factories import ActorFactory, UserFactory
 from workflows.models import Recipe
 from workflows.services import recipe_import, recipe_publish
 
-from .conftest import draft, htmx_post
+from .conftest import draft, htmx_post, live_answer
 
 pytestmark = pytest.mark.django_db
 
@@ -500,9 +500,10 @@ def test_applying_a_step_writes_its_sources(
 
     response = htmx_post(web, reverse("recipe-step-panel", args=["story"]), draft(story), **fields)
 
-    assert response.context["form"].errors == {}
-    assert response.context["unknown_names"] == []  # {sources} is a name every step may use
-    assert response.context["result"]["step"]["sources"] == [
+    answer = live_answer(response)
+    assert answer["errors"] == {}  # {sources} is a name every step may use
+    assert answer["form_errors"] == []
+    assert answer["result"]["step"]["sources"] == [
         {
             "knowledge_base": "lighthouse",
             "query": "{topic}",
@@ -527,7 +528,7 @@ def test_the_panel_shows_a_steps_sources_and_removing_them_all_drops_the_field(
     assert 'name="sources-TOTAL_FORMS" value="1"' in opened
     assert 'name="sources-0-top_k" value="7"' in opened
     assert '<option value="lighthouse" selected>' in opened
-    assert "sources" not in applied.context["result"]["step"]
+    assert "sources" not in live_answer(applied)["result"]["step"]
 
 
 def test_a_post_without_the_sources_rows_keeps_the_steps_sources(
@@ -540,7 +541,7 @@ def test_a_post_without_the_sources_rows_keeps_the_steps_sources(
 
     response = htmx_post(web, reverse("recipe-step-panel", args=["story"]), document, **fields)
 
-    assert response.context["result"]["step"]["sources"] == [{"knowledge_base": "lighthouse"}]
+    assert live_answer(response)["result"]["step"]["sources"] == [{"knowledge_base": "lighthouse"}]
 
 
 @pytest.mark.parametrize(
@@ -569,10 +570,9 @@ def test_a_source_with_a_mistake_is_refused_on_its_row(
 
     response = htmx_post(web, reverse("recipe-step-panel", args=["story"]), draft(story), **fields)
 
-    form = response.context["form"]
-    assert response.context["result"] is None
-    assert message in " ".join(form.sources.forms[0].errors[field])
-    assert form.non_field_errors()
+    answer = live_answer(response)
+    assert answer["result"] is None
+    assert message in " ".join(answer["errors"][f"sources-0-{field}"])
 
 
 def test_a_kind_that_does_not_search_drops_its_sources(
@@ -588,8 +588,9 @@ def test_a_kind_that_does_not_search_drops_its_sources(
 
     response = htmx_post(web, reverse("recipe-step-panel", args=["story"]), document, **fields)
 
-    assert response.context["form"].errors == {}
-    assert "sources" not in response.context["result"]["step"]
+    answer = live_answer(response)
+    assert answer["errors"] == {}
+    assert "sources" not in answer["result"]["step"]
 
 
 def try_source(client: Client, row: dict[str, Any], *, slug: str = "story") -> Any:
@@ -694,19 +695,23 @@ def test_the_monitor_shows_a_steps_citations_numbered_and_escaped(
     assert f"{hits[0]['score']:.3f}" in page
 
 
-def test_the_prompt_check_knows_the_sources_names(
-    story: Recipe, web: Client, base: KnowledgeBase
-) -> None:
+def test_a_prompt_may_name_the_sources(story: Recipe, web: Client, base: KnowledgeBase) -> None:
     document = draft(story)
     document["steps"][0]["sources"] = [{"knowledge_base": "lighthouse"}]
-    check = reverse("recipe-prompt-check", args=["story"])
+    url = reverse("recipe-step-panel", args=["story"])
+    review = step_fields(step=1, key="review", name="Review", kind="human", actor="editors")
+    review["sequence"] = "2"
 
-    fine = htmx_post(web, check, document, prompt="{sources} {steps.write.sources}")
-    wrong = htmx_post(web, check, document, prompt="{steps.nope.sources}")
-    panel = html(htmx_post(web, reverse("recipe-step-panel", args=["story"]), document, step=1))
+    fine = live_answer(
+        htmx_post(web, url, document, **{**review, "prompt": "{sources} {steps.write.sources}"})
+    )
+    wrong = live_answer(
+        htmx_post(web, url, document, **{**review, "prompt": "{steps.nope.sources}"})
+    )
+    panel = html(htmx_post(web, url, document, step=1))
 
-    assert fine.context["unknown_names"] == []
-    assert wrong.context["unknown_names"] == ["{steps.nope.sources}: there is no step 'nope'"]
+    assert fine["errors"] == {}
+    assert "there is no step 'nope'" in " ".join(wrong["errors"]["prompt"])
     assert 'data-insert="sources"' in panel
     assert 'data-insert="steps.write.sources"' in panel
 
@@ -720,7 +725,7 @@ def test_an_engine_error_lands_on_its_row_when_a_blank_row_comes_first(
 
     response = htmx_post(web, reverse("recipe-step-panel", args=["story"]), draft(story), **fields)
 
-    rows = response.context["form"].sources.forms
-    assert rows[0].errors == {}
-    assert "nope" in " ".join(rows[1].errors["query"])
-    assert any(e.startswith("Source 2: ") for e in response.context["form"].non_field_errors())
+    answer = live_answer(response)
+    assert not any(name.startswith("sources-0-") for name in answer["errors"])
+    assert "nope" in " ".join(answer["errors"]["sources-1-query"])
+    assert answer["result"] is None

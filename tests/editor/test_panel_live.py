@@ -19,7 +19,6 @@ pytestmark = pytest.mark.django_db
 
 WRITE = {
     "apply": "1",
-    "live": "1",
     "element": "s-0",
     "step": 0,
     "key": "write",
@@ -94,6 +93,25 @@ class TestActorPickers:
         retry_actors = dict(branch.context["form"].fields["alternative_actor"].choices)
         assert [c[0] for c in retry_actors["Add an alias for"]] == ["+other-model"]
 
+    def test_the_evaluator_picker_lists_every_actor_and_adds_the_alias_once(
+        self, story: Recipe, web: Client
+    ) -> None:
+        ActorFactory(name="other-model")
+        url = reverse("recipe-branch-panel", args=[story.slug])
+        place = {"step": 0, "branch": 2, "element": "b-2"}
+        opened = htmx_post(web, url, draft(story), **place)
+        form = opened.context["panel"].condition.form
+        evaluators = dict(form.fields["evaluator"].choices)
+        aliases = {c[0] for c in evaluators["Aliases of this recipe"]}
+        assert aliases == {"writer", "judge", "editors"}
+        assert [c[0] for c in evaluators["Add an alias for"]] == ["+other-model"]
+        fields = {**as_posted(opened.context["panel"]), **place, "apply": "1"}
+        fields.update({"c-evaluator": "+other-model", "alternative_actor": "+other-model"})
+        answer = htmx_post(web, url, draft(story), **fields).json()
+        assert answer["errors"] == {}
+        assert answer["result"]["branch"]["when"]["evaluator"] == "other-model"
+        assert answer["result"]["actors"] == {"other-model": "other-model"}
+
     def test_picking_an_actor_without_an_alias_adds_one_once(
         self, story: Recipe, web: Client
     ) -> None:
@@ -158,7 +176,7 @@ class TestBranchAndRecipeLive:
         url = reverse("recipe-branch-panel", args=[story.slug])
         place = {"step": 0, "branch": 2, "element": "b-2"}
         opened = htmx_post(web, url, doc, **place)
-        fields = {**as_posted(opened.context["panel"]), **place, "apply": "1", "live": "1"}
+        fields = {**as_posted(opened.context["panel"]), **place, "apply": "1"}
         answer = htmx_post(web, url, doc, **fields).json()
         (name,) = answer["fixes"]
         assert answer["fixes"][name][0]["value"] == "editor-judge"
@@ -189,7 +207,7 @@ class TestBranchAndRecipeLive:
         url = reverse("recipe-settings-panel", args=[story.slug])
         opened = htmx_post(web, url, draft(story))
         settings = opened.context["settings"]
-        data: dict[str, Any] = {"apply": "1", "live": "1", "name": "", "description": ""}
+        data: dict[str, Any] = {"apply": "1", "name": "", "description": ""}
         for formset in (settings.inputs, settings.actors):
             data.update(
                 formset.management_form.initial

@@ -1,5 +1,6 @@
-"""The editor's side panels: the step, branch and recipe forms answer with the edited piece
-or inline errors; a file imported into the draft replaces it."""
+"""The editor's side panels: the step, branch and recipe forms open from the document and
+answer an edit with the edited piece or the errors of its fields; a file imported into the
+draft replaces it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from django.urls import reverse
 
 from workflows.models import Recipe
 
-from .conftest import draft, htmx_post, story_document
+from .conftest import draft, htmx_post, live_answer, story_document
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +33,6 @@ class TestStepPanel:
         assert 'data-insert="step1_response"' in page
         assert 'data-insert="steps.write.response"' in page
         assert 'name="element" value="s-1"' in page
-        assert "panel-result" not in page
 
     def test_applying_answers_with_the_new_step(self, story: Recipe, web: Client) -> None:
         doc = draft(story)
@@ -50,7 +50,7 @@ class TestStepPanel:
             sequence="2",
             prompt="Write about {topic}",
         )
-        result = response.context["result"]
+        result = live_answer(response)["result"]
         assert result == {
             "element": "s-1",
             "step": {
@@ -62,10 +62,10 @@ class TestStepPanel:
             },
             "sequence": 2,
             "actors": {},
+            "inputs": {},
         }
-        assert 'id="panel-result"' in response.content.decode()
 
-    def test_applying_shows_errors_inline(self, story: Recipe, web: Client) -> None:
+    def test_applying_names_the_errors_by_field(self, story: Recipe, web: Client) -> None:
         url = reverse("recipe-step-panel", args=[story.slug])
         fields = {
             "step": 0,
@@ -76,25 +76,32 @@ class TestStepPanel:
             "sequence": "1",
             "apply": "1",
         }
-        response = htmx_post(web, url, draft(story), **{**fields, "prompt": "{unknown}"})
-        page = response.content.decode()
-        assert response.context["result"] is None
-        assert "unknown template name &#x27;unknown&#x27;" in page
-        assert "Unknown template name {unknown}" in page
-        response = htmx_post(web, url, draft(story), **{**fields, "name": ""})
-        assert "This field is required" in response.content.decode()
+        answer = live_answer(htmx_post(web, url, draft(story), **{**fields, "prompt": "{unknown}"}))
+        assert answer["result"]["step"]["prompt"] == "Write a story about {topic}"  # as it was
+        assert "unknown template name 'unknown'" in " ".join(answer["errors"]["prompt"])
+        answer = live_answer(htmx_post(web, url, draft(story), **{**fields, "name": ""}))
+        assert answer["errors"]["name"] == ["This field is required."]
 
-    def test_the_prompt_check_flags_unknown_names(self, story: Recipe, web: Client) -> None:
-        url = reverse("recipe-prompt-check", args=[story.slug])
-        response = htmx_post(
-            web, url, draft(story), prompt="{topic} {tone} {step9_response} {steps.nope.response}"
+    def prompt_answer(self, story: Recipe, web: Client, doc: dict, prompt: str) -> dict:
+        url = reverse("recipe-step-panel", args=[story.slug])
+        fields = {"step": 0, "key": "write", "name": "Write", "kind": "llm", "actor": "writer"}
+        return live_answer(
+            htmx_post(web, url, doc, apply="1", sequence="1", prompt=prompt, **fields)
         )
-        page = response.content.decode()
-        assert "{tone}: not an input" in page
-        assert "{step9_response}: the recipe has 2 steps" in page
-        assert "there is no step &#x27;nope&#x27;" in page
-        assert "{topic}" not in page
-        refused = htmx_post(web, url, draft(story), prompt="{a.b}").content.decode()
+
+    def test_a_prompt_naming_what_the_recipe_cannot_fill_is_refused_beside_it(
+        self, story: Recipe, web: Client
+    ) -> None:
+        prompt = "{topic} {tone} {step9_response} {steps.nope.response}"
+        answer = self.prompt_answer(story, web, draft(story), prompt)
+        refused = " ".join(answer["errors"]["prompt"])
+        assert "tone" in refused
+        assert "step9_response" in refused
+        assert "nope" in refused
+        assert "'topic'" not in refused
+        refused = " ".join(
+            self.prompt_answer(story, web, draft(story), "{a.b}")["errors"]["prompt"]
+        )
         assert "attribute access" in refused
 
     def test_a_file_inputs_documents_are_names_in_scope_and_checked(
@@ -108,14 +115,15 @@ class TestStepPanel:
         assert 'data-insert="files.report.text"' in opened
         assert 'data-insert="files.report.pages.1-2"' in opened
 
-        url = reverse("recipe-prompt-check", args=[story.slug])
-        checked = htmx_post(
-            web, url, doc, prompt="{files.report.pages.2} {files.topic.text}"
-        ).content.decode()
-        assert "{files.topic.text}: &#x27;topic&#x27; is not a file input" in checked
-        assert "{files.report.pages.2}" not in checked
-        refused = htmx_post(web, url, doc, prompt="{files.report.pages.0}").content.decode()
-        assert "{files.report.pages.0}: &#x27;0&#x27; is not a page or a range" in refused
+        answer = self.prompt_answer(story, web, doc, "{files.report.pages.2} {files.topic.text}")
+        refused = " ".join(answer["errors"]["prompt"])
+        assert "'topic' is not a file input" in refused
+        assert "files.report.pages.2" not in refused
+        answer = self.prompt_answer(story, web, doc, "{files.report.pages.0}")
+        assert "'0' is not a page or a range" in " ".join(answer["errors"]["prompt"])
+        applied = self.prompt_answer(story, web, doc, "{files.report.pages.2}")
+        assert applied["errors"] == {}
+        assert applied["result"]["step"]["prompt"] == "{files.report.pages.2}"
 
 
 class TestBranchPanel:
@@ -174,7 +182,6 @@ class TestBranchPanel:
             },
         )
         page = response.content.decode()
-        assert response.context["result"] is None
         assert "This field is required" not in page
         assert 'name="c.0-type"' in page
         assert 'name="c.0-value"' in page
@@ -195,7 +202,7 @@ class TestBranchPanel:
             target="review",
             **{"c-type": "length_check", "c-operator": "less_than", "c-value": "200"},
         )
-        assert response.context["result"] == {
+        assert live_answer(response)["result"] == {
             "element": "b-4",
             "branch": {
                 "name": "to_review",
@@ -204,6 +211,7 @@ class TestBranchPanel:
                 "target": "review",
                 "when": {"type": "length_check", "operator": "less_than", "value": 200},
             },
+            "actors": {},
         }
 
     @pytest.mark.parametrize(("chosen", "written"), [("failure", "failure"), ("", None)])
@@ -231,7 +239,7 @@ class TestBranchPanel:
             counts_as=chosen,
             **{"c-type": "default"},
         )
-        assert response.context["result"]["branch"].get("counts_as") == written
+        assert live_answer(response)["result"]["branch"].get("counts_as") == written
 
     def test_it_shows_only_the_parameters_the_action_reads(
         self, story: Recipe, web: Client
@@ -300,7 +308,7 @@ class TestBranchPanel:
             max_retries="not a number",
             **{"c-type": "length_check", "c-operator": "less_than", "c-value": "40"},
         )
-        branch = response.context["result"]["branch"]
+        branch = live_answer(response)["result"]["branch"]
         assert branch["params"] == {"retry_suffix": "Longer, please."}
         assert branch["action"] == "CONTINUE"
 
@@ -333,7 +341,7 @@ class TestRecipePanel:
                 "actors-2-reference": "@human:editor-reviewers",
             },
         )
-        assert response.context["result"]["name"] == "Renamed"
+        assert live_answer(response)["result"]["name"] == "Renamed"
 
 
 class TestDraftImport:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -10,14 +12,14 @@ from editor.forms.condition import ConditionForm
 from editor.forms.document import DocumentContext, human_options
 from workflows.models import Recipe
 
-from .conftest import draft, htmx_post
+from .conftest import draft, htmx_post, live_answer
 
 pytestmark = pytest.mark.django_db
 
 
-def reviewer_choice(story: Recipe, web: Client, **posted: str) -> tuple[str, dict | None]:
-    """Open (or apply) the `approved` branch of the review step; return the page and result."""
-    response = htmx_post(
+def reviewer_choice(story: Recipe, web: Client, **posted: str) -> Any:
+    """Open (or, with `apply`, edit) the `approved` branch of the review step."""
+    return htmx_post(
         web,
         reverse("recipe-branch-panel", args=[story.slug]),
         draft(story),
@@ -26,11 +28,10 @@ def reviewer_choice(story: Recipe, web: Client, **posted: str) -> tuple[str, dic
         element="b-1",
         **posted,
     )
-    return response.content.decode(), response.context["result"]
 
 
 def test_the_choice_is_a_menu_of_the_human_steps_options(story: Recipe, web: Client) -> None:
-    page, _ = reviewer_choice(story, web)
+    page = reviewer_choice(story, web).content.decode()
 
     assert '<select name="c-value"' in page
     for option in ("approve", "reject", "revise"):
@@ -69,20 +70,22 @@ def test_a_step_that_is_not_human_keeps_the_typed_value() -> None:
 
 
 def test_applying_a_picked_option_writes_it(story: Recipe, web: Client) -> None:
-    _, result = reviewer_choice(
-        story,
-        web,
-        apply="1",
-        name="approved",
-        priority="1",
-        active="on",
-        action="QUALITY_APPROVED",
-        target="@complete",
-        **{"c-type": "human_decision", "c-operator": "user_choice", "c-value": "revise"},
+    answer = live_answer(
+        reviewer_choice(
+            story,
+            web,
+            apply="1",
+            name="approved",
+            priority="1",
+            active="on",
+            action="QUALITY_APPROVED",
+            target="@complete",
+            **{"c-type": "human_decision", "c-operator": "user_choice", "c-value": "revise"},
+        )
     )
 
-    assert result is not None
-    assert result["branch"]["when"] == {
+    assert answer["errors"] == {}
+    assert answer["result"]["branch"]["when"] == {
         "type": "human_decision",
         "operator": "user_choice",
         "value": "revise",
@@ -92,17 +95,19 @@ def test_applying_a_picked_option_writes_it(story: Recipe, web: Client) -> None:
 def test_an_option_the_step_does_not_offer_is_refused_beside_the_field(
     story: Recipe, web: Client
 ) -> None:
-    page, result = reviewer_choice(
-        story,
-        web,
-        apply="1",
-        name="approved",
-        priority="1",
-        active="on",
-        action="QUALITY_APPROVED",
-        target="@complete",
-        **{"c-type": "human_decision", "c-operator": "user_choice", "c-value": "maybe"},
+    answer = live_answer(
+        reviewer_choice(
+            story,
+            web,
+            apply="1",
+            name="approved",
+            priority="1",
+            active="on",
+            action="QUALITY_APPROVED",
+            target="@complete",
+            **{"c-type": "human_decision", "c-operator": "user_choice", "c-value": "maybe"},
+        )
     )
 
-    assert result is None
-    assert "unknown option &#x27;maybe&#x27;" in page
+    assert "unknown option 'maybe'" in " ".join(answer["errors"]["c-value"])
+    assert answer["result"] is None

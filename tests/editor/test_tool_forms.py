@@ -14,7 +14,7 @@ from runner.models import Run
 from tools.models import ToolServer
 from workflows.models import Recipe
 
-from .conftest import draft, htmx_post
+from .conftest import draft, htmx_post, live_answer
 
 ADD_SCHEMA = {
     "type": "object",
@@ -144,10 +144,10 @@ def test_applying_an_llm_step_writes_its_tools(
     fields = step_fields(**{"tools-tools": ["calc.add", "calc.search"]})
     fields["tools-max_tool_calls"] = "3"
 
-    response = apply(web, draft(story), fields)
+    answer = live_answer(apply(web, draft(story), fields))
 
-    assert response.context["form"].errors == {}
-    step = response.context["result"]["step"]
+    assert answer["errors"] == {} and answer["form_errors"] == []
+    step = answer["result"]["step"]
     assert step["tools"] == ["calc.add", "calc.search"]
     assert step["max_tool_calls"] == 3
     assert "max_tool_seconds" not in step  # the default is not written
@@ -160,11 +160,11 @@ def test_unchecking_every_tool_drops_the_fields(
     document["steps"][0].update(tools=["calc.add"], max_tool_calls=4)
 
     opened = html(apply(web, document, {"step": 0}))
-    response = apply(web, document, step_fields())
+    answer = live_answer(apply(web, document, step_fields()))
 
     assert 'value="calc.add" checked' in opened
     assert 'name="tools-max_tool_calls" value="4"' in opened
-    step = response.context["result"]["step"]
+    step = answer["result"]["step"]
     assert "tools" not in step and "max_tool_calls" not in step
 
 
@@ -176,9 +176,9 @@ def test_a_post_without_the_tools_section_keeps_the_steps_tools(
     fields = step_fields()
     del fields["tools-posted"]
 
-    response = apply(web, document, fields)
+    answer = live_answer(apply(web, document, fields))
 
-    step = response.context["result"]["step"]
+    step = answer["result"]["step"]
     assert step["tools"] == ["calc.add"] and step["max_tool_seconds"] == 30
 
 
@@ -189,15 +189,16 @@ def test_an_unknown_tool_is_refused_on_the_tools_field(
     document["steps"][0]["tools"] = ["calc.gone"]
 
     opened = html(apply(web, document, {"step": 0}))
-    response = apply(web, document, step_fields(**{"tools-tools": ["calc.gone", "off.secret"]}))
+    answer = live_answer(
+        apply(web, document, step_fields(**{"tools-tools": ["calc.gone", "off.secret"]}))
+    )
 
     assert "calc.gone (not found)" not in opened  # listed by name, flagged
     assert "calc.gone" in opened and "not found" in opened
-    form = response.context["form"]
-    assert response.context["result"] is None
-    errors = " ".join(form.tools.llm.errors["tools"])
+    assert answer["result"] is None
+    errors = " ".join(answer["errors"]["tools-tools"])
     assert "Select a valid choice" in errors  # off.secret: not offered at all
-    assert "A tool setting is not right: see Tools." in form.non_field_errors()
+    assert "A tool setting is not right: see Tools." in answer["form_errors"]
 
 
 def test_an_unknown_tool_named_by_the_step_gets_a_clear_message(
@@ -206,11 +207,11 @@ def test_an_unknown_tool_named_by_the_step_gets_a_clear_message(
     document = draft(story)
     document["steps"][0]["tools"] = ["calc.gone"]
 
-    response = apply(web, document, step_fields(**{"tools-tools": ["calc.gone"]}))
+    answer = live_answer(apply(web, document, step_fields(**{"tools-tools": ["calc.gone"]})))
 
-    errors = " ".join(response.context["form"].tools.llm.errors["tools"])
+    errors = " ".join(answer["errors"]["tools-tools"])
     assert "No tool calc.gone is known" in errors
-    assert "A tool setting is not right" in " ".join(response.context["form"].non_field_errors())
+    assert "A tool setting is not right: see Tools." in answer["form_errors"]
 
 
 @pytest.mark.parametrize(
@@ -224,11 +225,12 @@ def test_an_unknown_tool_named_by_the_step_gets_a_clear_message(
 def test_bad_limits_are_refused_on_their_fields(
     story: Recipe, web: Client, calc: ToolServer, field: str, value: str, message: str
 ) -> None:
-    response = apply(web, draft(story), step_fields(**{"tools-tools": ["calc.add"], field: value}))
+    answer = live_answer(
+        apply(web, draft(story), step_fields(**{"tools-tools": ["calc.add"], field: value}))
+    )
 
-    llm = response.context["form"].tools.llm
-    assert message in " ".join(llm.errors[field.removeprefix("tools-")])
-    assert response.context["result"] is None
+    assert message in " ".join(answer["errors"][field])
+    assert answer["result"] is None
 
 
 def test_too_many_tools_are_refused(story: Recipe, web: Client) -> None:
@@ -239,11 +241,11 @@ def test_too_many_tools_are_refused(story: Recipe, web: Client) -> None:
         tools=[{"name": f"t{i}", "input_schema": {"type": "object"}} for i in range(21)],
     )
 
-    response = apply(
-        web, draft(story), step_fields(**{"tools-tools": [f"many.t{i}" for i in range(21)]})
+    answer = live_answer(
+        apply(web, draft(story), step_fields(**{"tools-tools": [f"many.t{i}" for i in range(21)]}))
     )
 
-    assert "at most 20 tools" in " ".join(response.context["form"].tools.llm.errors["tools"])
+    assert "at most 20 tools" in " ".join(answer["errors"]["tools-tools"])
 
 
 # -- a tool step -------------------------------------------------------------------------------
@@ -252,12 +254,12 @@ def test_too_many_tools_are_refused(story: Recipe, web: Client) -> None:
 def test_a_tool_step_gets_a_field_per_argument_and_writes_templates(
     story: Recipe, web: Client, calc: ToolServer
 ) -> None:
-    response = apply(
-        web, draft(story), tool_step_fields("calc.add", a="{topic}", b="3", ignored="x")
+    answer = live_answer(
+        apply(web, draft(story), tool_step_fields("calc.add", a="{topic}", b="3", ignored="x"))
     )
 
-    assert response.context["form"].errors == {}
-    step = response.context["result"]["step"]
+    assert answer["errors"] == {} and answer["form_errors"] == []
+    step = answer["result"]["step"]
     assert step["kind"] == "tool"
     assert step["tool"] == "calc.add"
     assert step["arguments"] == {"a": "{topic}", "b": "3"}
@@ -291,15 +293,12 @@ def test_the_panel_of_a_tool_step_shows_its_arguments(
 def test_a_required_argument_left_empty_is_an_error_on_its_field(
     story: Recipe, web: Client, calc: ToolServer
 ) -> None:
-    response = apply(web, draft(story), tool_step_fields("calc.add", a="1", b=""))
+    answer = live_answer(apply(web, draft(story), tool_step_fields("calc.add", a="1", b="")))
 
-    form = response.context["form"]
-    assert response.context["result"] is None
-    assert form.tools.arguments.errors["b"] == ["The tool needs b: write a value."]
-    assert "a" not in form.tools.arguments.errors
-    assert "see Tool call" in " ".join(form.non_field_errors())
-    page = html(response)
-    assert "The tool needs b: write a value." in page
+    assert answer["result"] is None
+    assert answer["errors"]["args-b"] == ["The tool needs b: write a value."]
+    assert "args-a" not in answer["errors"]
+    assert "see Tool call" in " ".join(answer["form_errors"])
 
 
 @pytest.mark.parametrize(
@@ -319,11 +318,10 @@ def test_a_literal_argument_of_the_wrong_type_is_an_error_on_its_field(
     field: str,
     message: str,
 ) -> None:
-    response = apply(web, draft(story), tool_step_fields("calc.search", **arguments))
+    answer = live_answer(apply(web, draft(story), tool_step_fields("calc.search", **arguments)))
 
-    errors = response.context["form"].tools.arguments.errors
-    assert message in " ".join(errors[field])
-    assert list(errors) == [field]
+    assert message in " ".join(answer["errors"][f"args-{field}"])
+    assert list(answer["errors"]) == [f"args-{field}"]
 
 
 def test_a_templated_argument_is_typed_only_when_the_run_fills_it(
@@ -331,10 +329,10 @@ def test_a_templated_argument_is_typed_only_when_the_run_fills_it(
 ) -> None:
     fields = tool_step_fields("calc.search", query="{topic}", limit="{topic}", exact="true")
 
-    response = apply(web, draft(story), fields)
+    answer = live_answer(apply(web, draft(story), fields))
 
-    assert response.context["form"].errors == {}
-    assert response.context["result"]["step"]["arguments"] == {
+    assert answer["errors"] == {} and answer["form_errors"] == []
+    assert answer["result"]["step"]["arguments"] == {
         "query": "{topic}",
         "limit": "{topic}",
         "exact": "true",
@@ -344,13 +342,12 @@ def test_a_templated_argument_is_typed_only_when_the_run_fills_it(
 def test_an_argument_naming_an_unknown_step_is_refused_by_the_engine_on_its_field(
     story: Recipe, web: Client, calc: ToolServer
 ) -> None:
-    response = apply(
-        web, draft(story), tool_step_fields("calc.add", a="{steps.nope.response}", b="1")
+    answer = live_answer(
+        apply(web, draft(story), tool_step_fields("calc.add", a="{steps.nope.response}", b="1"))
     )
 
-    form = response.context["form"]
-    assert response.context["result"] is None
-    assert "nope" in " ".join(form.tools.arguments.errors["a"])
+    assert answer["result"] is None
+    assert "nope" in " ".join(answer["errors"]["args-a"])
 
 
 @pytest.mark.parametrize(
@@ -367,10 +364,10 @@ def test_a_missing_or_unknown_tool_is_an_error_on_the_tool_field(
     document = draft(story)
     document["steps"][0].update(kind="tool", tool="calc.gone")
 
-    response = apply(web, document, tool_step_fields(tool))
+    answer = live_answer(apply(web, document, tool_step_fields(tool)))
 
-    assert message in " ".join(response.context["form"].tools.step.errors["tool"])
-    assert response.context["result"] is None
+    assert message in " ".join(answer["errors"]["tool-tool"])
+    assert answer["result"] is None
 
 
 def test_picking_a_tool_answers_with_its_argument_fields_keeping_typed_values(

@@ -11,6 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
+from tests.factories import ActorFactory
 from workflows import engine
 from workflows.models import Recipe
 from workflows.services import recipe_import
@@ -24,7 +25,6 @@ PAGES = ["recipe-editor", "recipe-versions", "recipe-tests"]
 PANELS = [
     "recipe-check",
     "recipe-step-panel",
-    "recipe-prompt-check",
     "recipe-branch-panel",
     "recipe-settings-panel",
     "recipe-draft-import",
@@ -139,6 +139,16 @@ class TestEditorPage:
         assert found is not None
         assert json.loads(found.group(1)) == draft(story)
         assert response.context["config"]["revision"] == story.revision
+
+    def test_it_names_the_actors_a_new_step_starts_with_and_their_aliases(
+        self, story: Recipe, web: Client
+    ) -> None:
+        ActorFactory(name="a-model")  # the first model: its alias is named after it
+        config = web.get(reverse("recipe-editor", args=[story.slug])).context["config"]
+        assert config["starterActors"] == {
+            "model": {"alias": "a-model", "reference": "a-model"},
+            "reviewers": {"alias": "editor-reviewers", "reference": "@human:editor-reviewers"},
+        }
 
     def test_it_embeds_the_engine_catalog_the_canvas_draws_labels_from(
         self, story: Recipe, web: Client
