@@ -28,7 +28,7 @@ let revision = null;
 let dirty = false;
 let openElement = null;
 let editTimer = null;
-const unapplied = new Map(); // panel → {labels: [field label], values: {name: value}}
+const unapplied = new Map(); // panel → {labels: [field label], values: its fields (panel-edits.js)}
 const listeners = new Set();
 
 /** Call `listener(event, detail)` on every event; return a function that stops it. */

@@ -5,6 +5,7 @@
  */
 import { fit, placeTerminals, runLayout, selectElement, viewportCenter, zoomBy } from "./canvas.js";
 import { setDrawMode } from "./connect.js";
+import { settledEdits } from "./panel-edits.js";
 import { clearPanel } from "./panels.js";
 import { branchTo, newStep, reviewBranches, stepNodes } from "./recipe-graph.js";
 import * as store from "./store.js";
@@ -83,6 +84,16 @@ export function addReviewBranches(node) {
   return json.length;
 }
 
+/** Undo the last change once what a panel holds typed has applied: that edit is the last. */
+export function undo() {
+  return settledEdits().then(() => store.undo());
+}
+
+/** Redo, once the panels' edits are answered (an edit applied meanwhile ends what can be redone). */
+export function redo() {
+  return settledEdits().then(() => store.redo());
+}
+
 /** Delete the selected steps and branches (undoably). */
 export function deleteSelected() {
   const ids = store.graph().elements(":selected").filter('[kind = "step"], [kind = "branch"]').map((e) => e.id());
@@ -95,8 +106,8 @@ export function deleteSelected() {
 export function initToolbar() {
   const on = (id, handler) => document.getElementById(id).addEventListener("click", handler);
   on("btn-delete", deleteSelected);
-  on("btn-undo", store.undo);
-  on("btn-redo", store.redo);
+  on("btn-undo", undo);
+  on("btn-redo", redo);
   on("btn-fit", fit);
   on("btn-layout", runLayout);
   on("btn-zoom-in", () => zoomBy(1.25));
