@@ -202,6 +202,19 @@ export function add(json, newMeta) {
   ]);
 }
 
+/** Add elements and change others' data (`{id, data}` each), in one undoable step. */
+export function addChanging(json, changes) {
+  keepOpenedDocument();
+  if (!changes.length) {
+    ur.do("add-elements", { json: json });
+    return;
+  }
+  ur.do("batch", [
+    { name: "add-elements", param: { json: json } },
+    { name: "apply-data", param: { changes: changes } },
+  ]);
+}
+
 /** Remove steps and branches by id, with the branches leaving removed steps, undoably. */
 export function remove(ids) {
   keepOpenedDocument();

@@ -7,7 +7,7 @@ import { fit, placeTerminals, runLayout, selectElement, viewportCenter, zoomBy }
 import { setDrawMode } from "./connect.js";
 import { settledEdits } from "./panel-edits.js";
 import { clearPanel } from "./panels.js";
-import { branchTo, newStep, reviewBranches, stepNodes } from "./recipe-graph.js";
+import { insertAfter, newStep, reviewBranches } from "./recipe-graph.js";
 import * as store from "./store.js";
 import { showTab } from "./tabs.js";
 
@@ -20,18 +20,6 @@ function placeAfter(cy, node) {
   const taken = (p) => cy.nodes().some((n) => Math.abs(n.position("x") - p.x) < 200 && Math.abs(n.position("y") - p.y) < 100);
   while (taken(pos)) pos.y += NEXT_STEP_GAP.y;
   return pos;
-}
-
-/**
- * Return the elements that connect a new step `json` to `after`: none when the new step comes
- * next in order and `after` can fall through to it (the dashed next-step arrow), else a branch.
- */
-function connection(cy, after, json) {
-  const steps = stepNodes(cy);
-  const last = steps.length && steps[steps.length - 1].same(after);
-  const fallsThrough = !after.connectedEdges('[kind = "sequence"]').filter((e) => e.source().same(after)).empty();
-  if (last && fallsThrough) return [];
-  return [branchTo(after, { id: json.data.id, key: json.data.key, self: false })];
 }
 
 /**
@@ -59,7 +47,12 @@ export function addStep(kind, at, after) {
     }
   }
   const json = newStep(cy, store.metaCopy(), kind, pos);
-  store.add([json].concat(after ? connection(cy, after, json) : []));
+  if (after) {
+    const inserted = insertAfter(cy, after, json);
+    store.addChanging(inserted.json, inserted.changes);
+  } else {
+    store.add([json]);
+  }
   const node = cy.getElementById(json.data.id);
   const box = node.boundingBox();
   const overlaps = cy.nodes('[kind = "terminal"]').some((t) => {
