@@ -253,3 +253,11 @@ class TestSubFormErrors:
         assert list(answer["errors"]) == ["inputs-0-name"]
         assert answer["result"]["name"] == "Stories"
         assert list(answer["result"]["inputs"]) == list(draft(story)["inputs"])
+
+
+def test_the_panel_state_is_shown_and_said_once_per_answer(story: Recipe, web: Client) -> None:
+    url = reverse("recipe-step-panel", args=[story.slug])
+    page = htmx_post(web, url, draft(story), step=0, element="s-0").content.decode()
+    assert "{#" not in page
+    assert '<p class="panel-state" data-panel-state>' in page  # not a live region: it follows keys
+    assert page.count("data-panel-announce") == 1
