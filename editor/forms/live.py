@@ -65,25 +65,36 @@ class LiveAnswer:
         }
 
 
-def reverted(form: forms.Form, unbound: forms.Form) -> QueryDict | None:
-    """Return `form`'s data with its invalid fields as `unbound` shows them, or None if no
-    error is a field's (nothing to put back)."""
-    data = form.data.copy()
-    changed = False
-    for name in form.errors:
-        if name == NON_FIELD_ERRORS or name not in form.fields:
-            continue
-        bound = unbound[name]
-        value = bound.value()
-        if isinstance(form.fields[name], forms.BooleanField):
-            if value:
-                data[bound.html_name] = "on"
-            else:
-                data.pop(bound.html_name, None)
+def reverted(posted: Iterable[forms.Form], unbound: Iterable[forms.Form]) -> QueryDict | None:
+    """Return the data of the `posted` forms with their invalid fields as the `unbound` forms
+    show them (matched by posted name), or None if there is none to put back or one of them
+    has no field to take its value from (a row or a condition node not in the element)."""
+    held = {bound.html_name: bound for form in unbound for bound in form}
+    data: QueryDict | None = None
+    for form in posted:
+        for name in form.errors:
+            if name == NON_FIELD_ERRORS or name not in form.fields:
+                continue
+            bound = held.get(form.add_prefix(name))
+            if bound is None:
+                return None
+            data = data if data is not None else form.data.copy()
+            put_back(data, bound)
+    return data
+
+
+def put_back(data: QueryDict, bound: forms.BoundField) -> None:
+    """Set `bound`'s posted name in `data` to the value it shows, as a browser posts it."""
+    value = bound.value()
+    if isinstance(bound.field, forms.BooleanField):
+        if value:
+            data[bound.html_name] = "on"
         else:
-            data[bound.html_name] = "" if value is None else str(value)
-        changed = True
-    return data if changed else None
+            data.pop(bound.html_name, None)
+    elif isinstance(value, (list, tuple)):
+        data.setlist(bound.html_name, [str(v) for v in value])
+    else:
+        data[bound.html_name] = "" if value is None else str(value)
 
 
 def field_errors(all_forms: Iterable[forms.Form]) -> tuple[dict[str, list[str]], list[str]]:
@@ -159,15 +170,16 @@ def declared_inputs(document: dict[str, Any], names: list[str]) -> dict[str, Any
 def live_apply(
     make_form: Callable[[QueryDict | None], Any],
     valid: Callable[[Any], bool],
-    main_form: Callable[[Any], forms.Form],
+    forms_of: Callable[[Any], list[forms.Form]],
     data: QueryDict,
 ) -> tuple[Any, Any]:
     """Validate what was posted; if it is not right, validate again with the invalid fields
-    of its `main_form` put back. Return (the form as posted, the one that applies, or None)."""
+    of all its `forms_of` (sub-forms included) put back. Return (the form as posted, the one
+    that applies, or None)."""
     first = make_form(data)
     if valid(first):
         return first, first
-    data_back = reverted(main_form(first), main_form(make_form(None)))
+    data_back = reverted(forms_of(first), forms_of(make_form(None)))
     if data_back is None:
         return first, None
     second = make_form(data_back)

@@ -230,7 +230,7 @@ def _step_live(request: HttpRequest, document: dict[str, Any], index: int) -> Js
         return StepForm(data, context=context, index=index, user=request.user)
 
     posted, applied = live_apply(
-        make, lambda f: f.is_valid() and f.result is not None, lambda f: f, request.POST
+        make, lambda f: f.is_valid() and f.result is not None, lambda f: f.all_forms(), request.POST
     )
     result = None
     if applied is not None:
@@ -303,7 +303,9 @@ def _branch_live(
             context=context, step_index=step_index, branch_index=branch_index, data=data
         )
 
-    posted, applied = live_apply(make, lambda p: p.is_valid(), lambda p: p.form, request.POST)
+    posted, applied = live_apply(
+        make, lambda p: p.is_valid(), lambda p: p.all_forms(), request.POST
+    )
     result = None
     if applied is not None:
         result = {
@@ -351,7 +353,7 @@ def recipe_panel(request: HttpRequest, slug: str) -> HttpResponse:
         posted, applied = live_apply(
             lambda data: RecipeSettings(document, data),
             lambda s: s.is_valid(),
-            lambda s: s.form,
+            lambda s: s.all_forms(),
             request.POST,
         )
         errors, general = field_errors(posted.all_forms())

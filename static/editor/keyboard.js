@@ -7,7 +7,7 @@ import { copySelection, duplicateSelection, paste } from "./clipboard.js";
 import { openPalette } from "./palette.js";
 import { save } from "./saving.js";
 import * as store from "./store.js";
-import { deleteSelected } from "./toolbar.js";
+import { deleteSelected, redo, undo } from "./toolbar.js";
 
 // Text selected on the page is the browser's to copy, not the canvas's.
 function textSelected() {
@@ -45,13 +45,13 @@ function onKey(evt) {
     }
   } else if (mod && isLetter(evt, "z") && evt.shiftKey) {
     evt.preventDefault();
-    store.redo();
+    redo();
   } else if (mod && isLetter(evt, "z")) {
     evt.preventDefault();
-    store.undo();
+    undo();
   } else if (mod && isLetter(evt, "y")) {
     evt.preventDefault();
-    store.redo();
+    redo();
   }
 }
 

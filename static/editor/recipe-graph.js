@@ -406,14 +406,23 @@ export function newBranch(source, target) {
  * its step `key`, whether it is `self`, the source): a node that may not be drawn yet.
  */
 export function branchTo(source, to) {
+  return branchFrom(source.id(), branchEdges(source).map((e) => e.data("branch")), to);
+}
+
+/**
+ * Return the element JSON of a new branch from the step `sourceId`, whose branches are
+ * `branches`, to `to`. It comes after the other decisions, and never ahead of an always-taken
+ * branch: put there, it would take the run elsewhere on every path it took.
+ */
+function branchFrom(sourceId, branches, to) {
   const names = {};
   const priorities = {};
   let top = 0;
-  branchEdges(source).forEach((e) => {
-    const b = e.data("branch");
+  branches.forEach((b) => {
     names[b.name] = true;
     priorities[b.priority] = true;
-    if (typeof b.priority === "number" && b.priority < 900) top = Math.max(top, b.priority);
+    if (typeof b.priority !== "number") return;
+    if (b.priority < 900 || alwaysTaken(b)) top = Math.max(top, b.priority);
   });
   let priority = top + 1;
   while (priorities[priority]) priority += 1;
@@ -443,12 +452,48 @@ export function branchTo(source, to) {
   return {
     group: "edges",
     data: {
-      id: newId("b"), kind: "branch", source: source.id(), target: to.id,
+      id: newId("b"), kind: "branch", source: sourceId, target: to.id,
       branch: doc, seq: 1000 + counter, label: "", // syncEdges writes it
 
     },
     classes: "branch",
   };
+}
+
+// Where a branch's target leads, as a node `to` for branchFrom: a step or an ending; null for
+// the next step in order, a repeat or a step not in the recipe.
+function nodeFor(cy, target) {
+  if (target === "@complete") return { id: COMPLETE_ID, key: "", self: false };
+  if (target === "@end") return { id: END_ID, key: "", self: false };
+  const node = target ? stepNodes(cy).find((n) => n.data("key") === target) : undefined;
+  return node ? { id: node.id(), key: target, self: false } : null;
+}
+
+/**
+ * Return how the new step `json` goes in right after the step `after` (its "+"), keeping where
+ * runs went: `{json, changes}`, the elements to add with it and the changes to others' data. It
+ * comes next in order. A step that falls through to the next falls through to it (and it to the
+ * next). A step whose always-taken branch continues to a step or an ending continues to the new
+ * step, and the new step to there. Else the step gets a branch to it, after its others.
+ */
+export function insertAfter(cy, after, json) {
+  const steps = stepNodes(cy);
+  const at = steps.indexOf(after) + 1;
+  json.data.order = at;
+  const changes = steps.slice(at).map((n, i) => ({ id: n.id(), data: { order: at + i + 1 } }));
+  const to = { id: json.data.id, key: json.data.key, self: false };
+  const taken = branchEdges(after).filter((e) => alwaysTaken(e.data("branch")))
+    .sort((a, b) => a.data("branch").priority - b.data("branch").priority)[0];
+  // A decision tree goes where its leaves say, never on to the next step: a branch joins them.
+  const fallsThrough = after.data("step").kind !== "decision_tree";
+  if (!taken && fallsThrough) return { json: [json], changes: changes };
+  const branch = taken ? taken.data("branch") : {};
+  const onward = nodeFor(cy, branch.target || "");
+  const continues = taken && canonicalAction(branch.action) === "CONTINUE";
+  if (!continues || (branch.target && !onward)) return { json: [json, branchTo(after, to)], changes: changes };
+  changes.push({ id: taken.id(), data: { branch: Object.assign(clone(branch), { target: json.data.key }) } });
+  // To the next step in order, the new step falls through as the step did.
+  return { json: onward ? [json, branchFrom(json.data.id, [], onward)] : [json], changes: changes };
 }
 
 // The options a human step offers when it names none (the engine's DEFAULT_HUMAN_OPTIONS).

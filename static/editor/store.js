@@ -28,7 +28,7 @@ let revision = null;
 let dirty = false;
 let openElement = null;
 let editTimer = null;
-const unapplied = new Map(); // panel → {labels: [field label], values: {name: value}}
+const unapplied = new Map(); // panel → {labels: [field label], values: its fields (panel-edits.js)}
 const listeners = new Set();
 
 /** Call `listener(event, detail)` on every event; return a function that stops it. */
@@ -199,6 +199,19 @@ export function add(json, newMeta) {
   ur.do("batch", [
     { name: "add-elements", param: { json: json } },
     { name: "apply-data", param: { changes: [{ id: "__meta__", data: { meta: newMeta } }] } },
+  ]);
+}
+
+/** Add elements and change others' data (`{id, data}` each), in one undoable step. */
+export function addChanging(json, changes) {
+  keepOpenedDocument();
+  if (!changes.length) {
+    ur.do("add-elements", { json: json });
+    return;
+  }
+  ur.do("batch", [
+    { name: "add-elements", param: { json: json } },
+    { name: "apply-data", param: { changes: changes } },
   ]);
 }
 

@@ -5,9 +5,10 @@
  */
 import { fit, placeTerminals, runLayout, selectElement, viewportCenter, zoomBy } from "./canvas.js";
 import { setDrawMode } from "./connect.js";
+import { settledEdits } from "./panel-edits.js";
 import { clearPanel } from "./panels.js";
 import { kindTakes } from "./catalog.js";
-import { branchTo, newStep, nodeLabel, reviewBranches, stepNodes } from "./recipe-graph.js";
+import { insertAfter, newStep, nodeLabel, reviewBranches } from "./recipe-graph.js";
 import * as store from "./store.js";
 import { showTab } from "./tabs.js";
 
@@ -24,18 +25,6 @@ function placeAfter(cy, node) {
   const taken = (p) => cy.nodes().some((n) => Math.abs(n.position("x") - p.x) < 200 && Math.abs(n.position("y") - p.y) < 100);
   while (taken(pos)) pos.y += NEXT_STEP_GAP.y;
   return pos;
-}
-
-/**
- * Return the elements that connect a new step `json` to `after`: none when the new step comes
- * next in order and `after` can fall through to it (the dashed next-step arrow), else a branch.
- */
-function connection(cy, after, json) {
-  const steps = stepNodes(cy);
-  const last = steps.length && steps[steps.length - 1].same(after);
-  const fallsThrough = !after.connectedEdges('[kind = "sequence"]').filter((e) => e.source().same(after)).empty();
-  if (last && fallsThrough) return [];
-  return [branchTo(after, { id: json.data.id, key: json.data.key, self: false })];
 }
 
 /**
@@ -79,7 +68,14 @@ export function addStep(kind, at, after) {
   }
   const meta = store.metaCopy();
   const json = newStep(cy, meta, kind, pos);
-  store.add([json].concat(after ? connection(cy, after, json) : []), withStarterActor(json, meta));
+  const newMeta = withStarterActor(json, meta);
+  const metaChange = newMeta === undefined ? [] : [{ id: "__meta__", data: { meta: newMeta } }];
+  if (after) {
+    const inserted = insertAfter(cy, after, json);
+    store.addChanging(inserted.json, inserted.changes.concat(metaChange));
+  } else {
+    store.addChanging([json], metaChange);
+  }
   const node = cy.getElementById(json.data.id);
   const box = node.boundingBox();
   const overlaps = cy.nodes('[kind = "terminal"]').some((t) => {
@@ -104,6 +100,16 @@ export function addReviewBranches(node) {
   return json.length;
 }
 
+/** Undo the last change once what a panel holds typed has applied: that edit is the last. */
+export function undo() {
+  return settledEdits().then(() => store.undo());
+}
+
+/** Redo, once the panels' edits are answered (an edit applied meanwhile ends what can be redone). */
+export function redo() {
+  return settledEdits().then(() => store.redo());
+}
+
 /** Delete the selected steps and branches (undoably). */
 export function deleteSelected() {
   const ids = store.graph().elements(":selected").filter('[kind = "step"], [kind = "branch"]').map((e) => e.id());
@@ -117,8 +123,8 @@ export function initToolbar(config) {
   starterActors = config.starterActors || {};
   const on = (id, handler) => document.getElementById(id).addEventListener("click", handler);
   on("btn-delete", deleteSelected);
-  on("btn-undo", store.undo);
-  on("btn-redo", store.redo);
+  on("btn-undo", undo);
+  on("btn-redo", redo);
   on("btn-fit", fit);
   on("btn-layout", runLayout);
   on("btn-zoom-in", () => zoomBy(1.25));

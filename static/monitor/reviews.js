@@ -11,7 +11,7 @@
  *   claims or lets go;
  * - holds a decision made with a single key for the undo window the page names
  *   (data-undo-ms): it is sent when the window closes, taken back with Undo or u, and sent at
- *   once if the page is left meanwhile (a beacon), so that none is lost unseen;
+ *   once if the page is left or hidden meanwhile (a beacon), so that none is lost unseen;
  * - collapses the filters on a phone (they open with their summary);
  * - adds the card of a task that appears (rendered by the server) when the page shows the
  *   whole queue oldest first and every open task, and otherwise offers "Load more", which
@@ -55,9 +55,10 @@ const WAITING = '.task-card:is([data-status="open"], [data-status="deciding"])';
 
 let count = null; // the open tasks of the user's groups, as the last message said
 const closedPayloads = new Map(); // id -> the payload that closed it
-// Decisions made with a key, not sent yet: task id -> {option, timer, ticker, notice}, oldest
-// first.
+// Decisions made with a key, not sent yet: task id -> {option, timer, ticker, notice, until},
+// oldest first.
 const held = new Map();
+const sending = new Map(); // task id → the option sent, until its answer comes
 const fetching = new Set();
 
 function showCount() {
@@ -186,7 +187,8 @@ function rowFor(card) {
   if (card.dataset.snippet) link.append(span("row-snippet", card.dataset.snippet));
   const flags = span("row-flags", "");
   const holding = held.get(id);
-  if (holding) flags.append(span("badge held", `${labelOf(card, holding.option)}: sending…`));
+  if (holding) flags.append(span("badge held", heldText(card, holding)));
+  else if (sending.has(id)) flags.append(span("badge held", `${labelOf(card, sending.get(id))}: sending…`));
   const state = dueState(card);
   if (state) flags.append(badge(state));
   if (card.dataset.revised === "true") flags.append(span("badge revised", "Revised"));
@@ -401,6 +403,12 @@ function labelOf(card, option) {
   return button ? button.textContent.trim() : option;
 }
 
+// What the row of a held decision says: held, and for how long still.
+function heldText(card, holding) {
+  const left = Math.max(0, Math.ceil((holding.until - Date.now()) / 1000));
+  return `${labelOf(card, holding.option)}: held, ${left} s`;
+}
+
 // Hold a decision made with a key: the list moves on, a notice counts down to its sending and
 // offers Undo meanwhile.
 function hold(card, option) {
@@ -421,11 +429,13 @@ function hold(card, option) {
   const until = Date.now() + undoMs;
   const countDown = () => {
     left.textContent = `${Math.max(0, Math.ceil((until - Date.now()) / 1000))} s.`;
+    const badge = document.querySelector(`#row-${CSS.escape(id)} .badge.held`);
+    if (badge && held.has(id)) badge.textContent = heldText(card, held.get(id));
   };
-  countDown();
   const ticker = setInterval(countDown, 1000);
   const timer = setTimeout(() => send(id), undoMs);
-  held.set(id, { option, notice: p, timer, ticker });
+  held.set(id, { option, notice: p, timer, ticker, until });
+  countDown();
   card.dataset.held = option;
   move(1);
   refresh();
@@ -449,7 +459,15 @@ function send(id) {
   const card = cardOf(id);
   const form = card && card.dataset.status === "open" ? card.querySelector("form.decide") : null;
   const button = form && form.querySelector(`button[name="decision"][value="${option}"]`);
-  if (button) button.click();
+  if (button) {
+    // The row says "sending…" until the answer replaces the card, or the request fails.
+    sending.set(id, option);
+    form.addEventListener("htmx:afterRequest", () => {
+      sending.delete(id);
+      refresh();
+    }, { once: true });
+    button.click();
+  }
   refresh();
 }
 
@@ -464,8 +482,10 @@ function undo(id = [...held.keys()].at(-1)) {
   refresh();
 }
 
-// Leaving the page sends what is held, as the closing window would have (a beacon outlives
-// the page); the decision's own fields, comment included, go with it.
+// Leaving the page, or hiding it (a phone may close a hidden page without telling), sends what
+// is held, as the closing window would have: a beacon outlives the page. The decision's own
+// fields, comment included, go with it. A beacon the browser will not queue goes as a request
+// that outlives the page too, and the page says so.
 function sendHeldNow() {
   for (const [id, { option }] of [...held]) {
     release(id);
@@ -473,8 +493,18 @@ function sendHeldNow() {
     if (!form) continue;
     const data = new FormData(form);
     data.set("decision", option);
-    navigator.sendBeacon(form.action, data);
+    sending.set(id, option);
+    if (navigator.sendBeacon(form.action, data)) continue;
+    notice(`Task ${id}: the browser would not send the decision on leaving, so it is sent now.`);
+    fetch(form.action, { method: "POST", body: data, credentials: "same-origin", keepalive: true })
+      .then((response) => notice(response.ok ? `Task ${id}: ${option} sent.` : `Task ${id}: ${option} was not taken (the server answered ${response.status}); decide again.`))
+      .catch(() => notice(`Task ${id}: ${option} could not be sent; decide again.`))
+      .finally(() => {
+        sending.delete(id);
+        refresh();
+      });
   }
+  refresh();
 }
 
 function toggleClaim() {
@@ -530,6 +560,9 @@ if (list && layout) {
   // The badges follow the clock: a task becomes due soon, then overdue, while the page is open.
   setInterval(refresh, 30000);
   window.addEventListener("pagehide", sendHeldNow);
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "hidden") sendHeldNow();
+  });
 
   // On a phone the filters fold under their summary, unless they say something is wrong.
   const filterBox = document.getElementById("inbox-filter-box");

@@ -116,10 +116,84 @@ def test_the_plus_under_a_step_adds_a_next_step_connected_to_it(
     second = page.evaluate("branchline.cy.$(':selected').data('key')")
     targets = [b[3] for b in page.evaluate(BRANCHES, "write")]
     assert second in targets
+    # Not ahead of the branch always taken (to the review): that path is as it was.
+    priorities = page.evaluate(
+        "branchline.nodeByKey('write').outgoers('edge[kind = \"branch\"]')"
+        ".map((e) => [e.data('branch').target, e.data('branch').priority])"
+    )
+    assert dict(priorities)[second] > dict(priorities)["review"]
 
     page.click("#btn-undo")
     assert page.evaluate("(k) => branchline.nodeByKey(k).empty()", second)
     assert second not in [b[3] for b in page.evaluate(BRANCHES, "write")]
+    wait_settled(page)
+    assert browser_page.errors == []
+
+
+STEP_ORDER = """() => branchline.cy.nodes('[kind = "step"]')
+    .sort((a, b) => a.data('order') - b.data('order')).map((n) => n.data('key'))"""
+
+
+def next_in_order(page: Any, key: str) -> Any:
+    return page.evaluate(
+        "(k) => branchline.nodeByKey(k).outgoers('edge[kind = \"sequence\"]')"
+        ".targets().map((n) => n.data('key') || n.id())",
+        key,
+    )
+
+
+def test_the_plus_on_a_step_not_last_puts_the_new_step_in_between(
+    browser_page: BrowserPage, e2e_user: Any, story_actors: None
+) -> None:
+    doc = story_document(slug="skips", name="Skips")
+    # Write always goes on to Publish; Review falls through to Publish.
+    doc["steps"][0]["branches"] = [
+        {
+            "name": "go",
+            "priority": 5,
+            "when": {"type": "default"},
+            "action": "CONTINUE",
+            "target": "publish",
+        }
+    ]
+    doc["steps"][1]["branches"] = []
+    doc["steps"].append(
+        {
+            "key": "publish",
+            "name": "Publish",
+            "kind": "llm",
+            "actor": "writer",
+            "prompt": "Polish {steps.write.response}",
+            "branches": [],
+        }
+    )
+    recipe = recipe_import(user=e2e_user, data=doc).recipe
+    page = browser_page.open_editor(recipe.slug)
+
+    # The branch always taken goes through the new step, which goes on to where it went.
+    hover_step(page, "write")
+    page.click("#btn-add-next")
+    page.click("#palette [data-add-step=llm]")
+    first = page.evaluate("branchline.cy.$(':selected').data('key')")
+    assert page.evaluate(STEP_ORDER) == ["write", first, "review", "publish"]
+    assert page.evaluate(BRANCHES, "write") == [["go", "default", "CONTINUE", first]]
+    assert [b[2:] for b in page.evaluate(BRANCHES, first)] == [["CONTINUE", "publish"]]
+
+    # A step that falls through to the next falls through to the new step, and it to the next.
+    hover_step(page, "review")
+    page.click("#btn-add-next")
+    page.click("#palette [data-add-step=llm]")
+    second = page.evaluate("branchline.cy.$(':selected').data('key')")
+    assert page.evaluate(STEP_ORDER) == ["write", first, "review", second, "publish"]
+    assert page.evaluate(BRANCHES, "review") == []
+    assert next_in_order(page, "review") == [second]
+    assert next_in_order(page, second) == ["publish"]
+
+    # Each is one undo.
+    page.click("#btn-undo")
+    page.click("#btn-undo")
+    assert page.evaluate(STEP_ORDER) == ["write", "review", "publish"]
+    assert page.evaluate(BRANCHES, "write") == [["go", "default", "CONTINUE", "publish"]]
     wait_settled(page)
     assert browser_page.errors == []
 

@@ -235,3 +235,47 @@ class TestPromptNames:
         assert "reviewers of Review" in names["steps.review.response"]
         after = {n.name: n.description for n in names_in_scope(doc, 1)}
         assert "reviewer" not in after["feedback"]
+
+
+class TestSubFormErrors:
+    """An invalid field of a sub-form (a condition's, an input row's) is put back as the
+    element held it, so what else was typed applies."""
+
+    def test_a_bad_condition_value_lets_the_rest_of_the_branch_apply(
+        self, story: Recipe, web: Client
+    ) -> None:
+        url = reverse("recipe-branch-panel", args=[story.slug])
+        place = {"step": 0, "branch": 0, "element": "b-0"}
+        opened = htmx_post(web, url, draft(story), **place)
+        fields = {**as_posted(opened.context["panel"]), **place, "apply": "1", "live": "1"}
+        fields.update({"name": "much_too_short", "c-value": "abc"})
+        answer = htmx_post(web, url, draft(story), **fields).json()
+        assert list(answer["errors"]) == ["c-value"]
+        branch = answer["result"]["branch"]
+        assert branch["name"] == "much_too_short"
+        assert branch["when"]["value"] == 40  # as it was
+
+    def test_a_bad_input_row_lets_the_rest_of_the_settings_apply(
+        self, story: Recipe, web: Client
+    ) -> None:
+        url = reverse("recipe-settings-panel", args=[story.slug])
+        opened = htmx_post(web, url, draft(story))
+        settings = opened.context["settings"]
+        data = as_posted(settings)
+        for formset in (settings.inputs, settings.actors):
+            management = formset.management_form
+            data.update({management.add_prefix(k): v for k, v in management.initial.items()})
+        data.update({"apply": "1", "live": "1", "recipe-name": "Stories"})
+        data["inputs-0-name"] = "not a name"
+        answer = htmx_post(web, url, draft(story), **data).json()
+        assert list(answer["errors"]) == ["inputs-0-name"]
+        assert answer["result"]["name"] == "Stories"
+        assert list(answer["result"]["inputs"]) == list(draft(story)["inputs"])
+
+
+def test_the_panel_state_is_shown_and_said_once_per_answer(story: Recipe, web: Client) -> None:
+    url = reverse("recipe-step-panel", args=[story.slug])
+    page = htmx_post(web, url, draft(story), step=0, element="s-0").content.decode()
+    assert "{#" not in page
+    assert '<p class="panel-state" data-panel-state>' in page  # not a live region: it follows keys
+    assert page.count("data-panel-announce") == 1
