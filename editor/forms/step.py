@@ -187,8 +187,9 @@ class StepForm(forms.Form):
         )
         # One menu of actors for each picker; picking an actor with no alias adds one.
         self.picker = ActorPicker(context)
+        held = self.initial_from(self.original)
         for name, blank, reviewers_only in PICKERS:
-            current = str(self.original_value(name) or "")
+            current = str(held[name] or "")
             self.fields[name].choices = self.picker.choices(
                 blank, current, reviewers_only=reviewers_only
             )
@@ -229,10 +230,6 @@ class StepForm(forms.Form):
     def actors_added(self) -> dict[str, str]:
         """The aliases the pickers added (actor name: reference)."""
         return self.picker.added
-
-    def original_value(self, name: str) -> Any:
-        """Return the value the step held for the field `name`."""
-        return self.initial_from(self.original)[name]
 
     @staticmethod
     def initial_from(step: dict[str, Any]) -> dict[str, Any]:

@@ -3,16 +3,15 @@ page, where the test passes."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
-from runner.models import Run
 from runner.services import run_start
 from runner.status import TERMINAL
 from tests.editor.conftest import STORY
+from tests.runner.conftest import wait_for
 from workflows.models import Recipe
 from workflows.services import recipe_draft_snapshot, recipe_publish
 
@@ -22,16 +21,6 @@ from .test_everywhere import axe_violations
 pytestmark = pytest.mark.e2e
 
 
-def wait_until_finished(run: Run) -> Run:
-    """Wait for the worker to finish the run."""
-    deadline = time.monotonic() + 30
-    while run.status not in TERMINAL:
-        assert time.monotonic() < deadline, f"run {run.pk} is still {run.status}"
-        time.sleep(0.05)
-        run.refresh_from_db()
-    return run
-
-
 def test_a_draft_test_run_is_saved_as_a_test_that_passes(
     browser_page: BrowserPage, e2e_user: Any, story: Recipe, run_worker: Any
 ) -> None:
@@ -39,10 +28,12 @@ def test_a_draft_test_run_is_saved_as_a_test_that_passes(
     # A test run of the draft, as the editor starts one: scripted, on a hidden snapshot.
     snapshot = recipe_draft_snapshot(recipe=story, user=e2e_user)
     script = {"writer": [STORY], "judge": ["5"], "editors": ["approve: good"]}
-    run = wait_until_finished(
+    run = wait_for(
         run_start(
             user=e2e_user, recipe=story, inputs={"topic": "owls"}, script=script, snapshot=snapshot
-        )
+        ),
+        *TERMINAL,
+        timeout=30,
     )
     page = browser_page.open(f"/runs/{run.pk}/")
 

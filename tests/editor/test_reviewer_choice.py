@@ -30,6 +30,23 @@ def reviewer_choice(story: Recipe, web: Client, **posted: str) -> Any:
     )
 
 
+def apply_choice(story: Recipe, web: Client, choice: str) -> Any:
+    """Apply the `approved` branch as it is, with the reviewer's choice `choice`."""
+    return live_answer(
+        reviewer_choice(
+            story,
+            web,
+            apply="1",
+            name="approved",
+            priority="1",
+            active="on",
+            action="QUALITY_APPROVED",
+            target="@complete",
+            **{"c-type": "human_decision", "c-operator": "user_choice", "c-value": choice},
+        )
+    )
+
+
 def test_the_choice_is_a_menu_of_the_human_steps_options(story: Recipe, web: Client) -> None:
     page = reviewer_choice(story, web).content.decode()
 
@@ -70,19 +87,7 @@ def test_a_step_that_is_not_human_keeps_the_typed_value() -> None:
 
 
 def test_applying_a_picked_option_writes_it(story: Recipe, web: Client) -> None:
-    answer = live_answer(
-        reviewer_choice(
-            story,
-            web,
-            apply="1",
-            name="approved",
-            priority="1",
-            active="on",
-            action="QUALITY_APPROVED",
-            target="@complete",
-            **{"c-type": "human_decision", "c-operator": "user_choice", "c-value": "revise"},
-        )
-    )
+    answer = apply_choice(story, web, "revise")
 
     assert answer["errors"] == {}
     assert answer["result"]["branch"]["when"] == {
@@ -96,19 +101,7 @@ def test_an_option_the_step_does_not_offer_is_refused_beside_the_field(
     story: Recipe, web: Client
 ) -> None:
     before = draft(story)["steps"][1]["branches"][0]
-    answer = live_answer(
-        reviewer_choice(
-            story,
-            web,
-            apply="1",
-            name="approved",
-            priority="1",
-            active="on",
-            action="QUALITY_APPROVED",
-            target="@complete",
-            **{"c-type": "human_decision", "c-operator": "user_choice", "c-value": "maybe"},
-        )
-    )
+    answer = apply_choice(story, web, "maybe")
 
     assert "unknown option 'maybe'" in " ".join(answer["errors"]["c-value"])
     # The branch's other fields apply; its condition stays what it was.
