@@ -15,6 +15,20 @@ def wait_applied(page: Any, panel: str) -> None:
     page.wait_for_selector(f"{panel} .panel-state.applied")
 
 
+def outline_text(page: Any, expected: str) -> str:
+    """Return the step/branch list's text once it shows `expected`.
+
+    The list is drawn in the first idle moment after the canvas, so after `ready`; and its rows
+    are `content-visibility: auto`, so `innerText` leaves a row out until a frame has rendered
+    it. The row's text content is read, waited for as the list is drawn.
+    """
+    page.wait_for_function(
+        "(expected) => document.getElementById('outline').textContent.includes(expected)",
+        arg=expected,
+    )
+    return page.text_content("#outline") or ""
+
+
 def add_step(page: Any, kind: str) -> None:
     """Add a step of `kind` from the palette (the "Add step" button), as an author clicks it."""
     page.click("#btn-palette")

@@ -18,6 +18,7 @@ from .editor_page import (
     apply_panel,
     click_settled,
     drag_branch,
+    outline_text,
     selected_key,
     wait_saved,
     wait_settled,
@@ -92,7 +93,7 @@ def test_an_author_draws_a_recipe_saves_it_and_publishes_it(
 
     page.reload()
     browser_page.wait_ready()
-    outline = page.inner_text("#outline")
+    outline = outline_text(page, "len < 200")
     assert "len < 200" in outline
     assert "REQUEST_MORE_DETAIL" in outline
     label = page.evaluate("branchline.edgeByName('write', 'to_polish').data('label')")

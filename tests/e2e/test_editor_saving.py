@@ -16,6 +16,7 @@ from .conftest import BrowserPage
 from .editor_page import (
     apply_panel,
     click_settled,
+    outline_text,
     wait_saved,
     wait_settled,
 )
@@ -103,7 +104,7 @@ def test_versions_compare_and_restore(
     with page.expect_navigation():
         click_settled(page, "#panel-versions tr:has-text('v1') button:has-text('Restore')")
     browser_page.wait_ready()
-    assert "len < 40" in page.inner_text("#outline")
+    outline_text(page, "len < 40")
     story.refresh_from_db()
     assert document_from_recipe(story)["steps"][0]["branches"][0]["when"]["value"] == 40
 
@@ -128,7 +129,7 @@ def test_export_downloads_the_draft_and_import_replaces_it(
         click_settled(page, ".import-draft button[type=submit]")
     browser_page.wait_ready()
     assert page.inner_text("#recipe-title") == "Imported over the draft"
-    assert "len < 120" in page.inner_text("#outline")
+    outline_text(page, "len < 120")
     story.refresh_from_db()
     assert story.slug == "story"
 
