@@ -48,7 +48,7 @@ EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "50"))
 # one; 300: seven on a fast one): reaching it fails the test instead of holding up the suite.
 FUZZ_TIMEOUT_S = float(os.environ.get("FUZZ_TIMEOUT_S", str(max(600, EXAMPLES * 12))))
 
-pytestmark = pytest.mark.timeout(FUZZ_TIMEOUT_S + 120)
+pytestmark = [pytest.mark.fuzz, pytest.mark.timeout(FUZZ_TIMEOUT_S + 120)]
 
 
 @dataclass

@@ -24,7 +24,7 @@ from .editor_page import (
     wait_settled,
 )
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.smoke]
 
 
 def test_an_author_draws_a_recipe_saves_it_and_publishes_it(

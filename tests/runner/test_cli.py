@@ -111,6 +111,7 @@ def test_it_says_where_to_decide_when_the_run_waits_for_a_reviewer(
     assert f"/api/tasks/{task.pk}/decide" in out.getvalue()
 
 
+@pytest.mark.slow  # a fresh database migrated and seeded in processes of its own: a minute
 def test_the_readme_example_works_in_a_fresh_shell(tmp_path: Path) -> None:
     """Run the README's `run_recipe` line as printed, with nothing but PATH in the environment
     (no SECRET_KEY), on a database `make run` would have migrated and seeded."""
