@@ -20,7 +20,9 @@ def _own_redis_database(url: str, worker: str) -> str:
     base, _, db = url.rstrip("/").rpartition("/")
     number = int(db) - int(worker.removeprefix("gw")) if db.isdigit() else -1
     if number < 0:
-        raise SystemExit(f"REDIS_URL {url}: name database 15 (or one above the worker count)")
+        raise SystemExit(
+            f"REDIS_URL {url}: with {worker}, name a database numbered {worker.removeprefix('gw')} or more (15)"
+        )
     return f"{base}/{number}"
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
 
 def apply_panel(page: Any) -> None:
     """Wait for what was typed in the Properties panel to apply, as it does a moment after."""
@@ -22,10 +24,16 @@ def outline_text(page: Any, expected: str) -> str:
     are `content-visibility: auto`, so `innerText` leaves a row out until a frame has rendered
     it. The row's text content is read, waited for as the list is drawn.
     """
-    page.wait_for_function(
-        "(expected) => document.getElementById('outline').textContent.includes(expected)",
-        arg=expected,
-    )
+    try:
+        page.wait_for_function(
+            "(expected) => document.getElementById('outline').textContent.includes(expected)",
+            arg=expected,
+            timeout=10000,
+        )
+    except PlaywrightTimeout:
+        raise AssertionError(
+            f"the step list does not show {expected!r}: {page.text_content('#outline')!r}"
+        ) from None
     return page.text_content("#outline") or ""
 
 

@@ -93,9 +93,7 @@ def test_an_author_draws_a_recipe_saves_it_and_publishes_it(
 
     page.reload()
     browser_page.wait_ready()
-    outline = outline_text(page, "len < 200")
-    assert "len < 200" in outline
-    assert "REQUEST_MORE_DETAIL" in outline
+    assert "REQUEST_MORE_DETAIL" in outline_text(page, "len < 200")
     label = page.evaluate("branchline.edgeByName('write', 'to_polish').data('label')")
     assert label == "if len < 200 → again"
     assert page.evaluate("branchline.edgeByName('write', 'to_polish').isLoop()")
